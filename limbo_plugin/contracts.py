@@ -1,0 +1,153 @@
+"""Tool definitions as a given contract variant and documentation variant present them.
+
+The service specs declare each tool once; this module renders what an agent sees (name,
+description, JSON schema, MCP annotations) and what the world and middleware read (the effective
+contract) for one ``(contract variant, documentation variant)`` pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from limbo_plugin.spec.models import (
+    ContractVariant,
+    DocumentationVariant,
+    ServiceSpec,
+    ToolContract,
+    ToolSpecModel,
+)
+
+GENERAL_SERVICE = "general"
+GENERAL_TOOLS = ("wait", "escalate_to_human", "finish")
+NON_IDEMPOTENT_CLASSES = ("non_idempotent", "key_optional")
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """One tool as an agent sees it plus the contract the harness reads."""
+
+    name: str
+    service: str
+    description: str
+    input_schema: dict[str, Any]
+    contract: ToolContract
+    native_idempotency: str
+
+    @property
+    def is_write(self) -> bool:
+        return self.contract.is_write
+
+    @property
+    def accepts_key(self) -> bool:
+        return self.contract.key_param is not None
+
+    def annotations(self) -> dict[str, bool]:
+        """The MCP ``ToolAnnotations`` hints (the only part of the contract an MCP client sees)."""
+        return {
+            "readOnlyHint": self.contract.read_only_hint,
+            "idempotentHint": self.contract.idempotent_hint,
+            "destructiveHint": self.contract.destructive_hint,
+            "openWorldHint": self.service != GENERAL_SERVICE,
+        }
+
+    def openai_tool(self) -> dict[str, Any]:
+        """The tool in OpenAI function-calling format (what litellm expects)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.input_schema,
+            },
+        }
+
+    @cached_property
+    def validator(self) -> Draft202012Validator:
+        return Draft202012Validator(self.input_schema)
+
+    def schema_error(self, arguments: Mapping[str, Any]) -> str | None:
+        """A one-line description of the first schema violation, or ``None`` when valid."""
+        error = next(iter(sorted(self.validator.iter_errors(arguments), key=_error_order)), None)
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path)
+        message = error.message
+        if len(message) > 300:
+            message = message[:300] + "…"
+        return f"{where}: {message}" if where else message
+
+
+def _error_order(error: Any) -> tuple[int, str]:
+    return (len(error.absolute_path), str(error.message))
+
+
+@dataclass
+class ToolCatalog:
+    """Every tool of every service under one contract variant and one documentation variant."""
+
+    services: Mapping[str, ServiceSpec]
+    contract_variant: ContractVariant
+    docs_variant: DocumentationVariant
+    tools: dict[str, ToolDefinition] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tools = {}
+        for service in self.services.values():
+            for spec in service.tools:
+                self.tools[spec.name] = self._render(service.service, spec)
+
+    def _render(self, service: str, spec: ToolSpecModel) -> ToolDefinition:
+        contract = spec.contract
+        properties = dict(spec.parameters)
+        sentences = [spec.description.strip()]
+        if spec.consistency and self.docs_variant.consistency_sentences:
+            sentences.append(spec.consistency.strip())
+        variant = self.contract_variant
+        if (variant.keys_on_non_idempotent_writes and contract.idempotency == "non_idempotent"):
+            properties[variant.key_param] = dict(variant.key_schema) or {"type": "string"}
+            contract = contract.model_copy(
+                update={"idempotency": "key_optional", "key_param": variant.key_param}
+            )
+            if variant.key_sentence:
+                sentences.append(variant.key_sentence.strip())
+        warning = self.docs_variant.non_idempotent_warning
+        if warning and spec.contract.idempotency in NON_IDEMPOTENT_CLASSES:
+            sentences.append(warning.strip().format(record=contract.record_noun))
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": properties,
+            "required": list(spec.required),
+            "additionalProperties": False,
+        }
+        return ToolDefinition(
+            name=spec.name,
+            service=service,
+            description=" ".join(sentences),
+            input_schema=schema,
+            contract=contract,
+            native_idempotency=spec.contract.idempotency,
+        )
+
+    def get(self, name: str) -> ToolDefinition | None:
+        return self.tools.get(name)
+
+    def contract(self, name: str) -> ToolContract:
+        return self.tools[name].contract
+
+    def for_services(self, services: Iterable[str]) -> list[ToolDefinition]:
+        """The tools of ``services`` followed by the general tools, in spec order."""
+        wanted = set(services)
+        unknown = wanted - set(self.services)
+        if unknown:
+            raise KeyError(f"unknown services: {', '.join(sorted(unknown))}")
+        chosen = [t for t in self.tools.values() if t.service in wanted]
+        general = [self.tools[name] for name in GENERAL_TOOLS if name in self.tools]
+        return chosen + general
+
+    def service_of(self, name: str) -> str:
+        return self.tools[name].service

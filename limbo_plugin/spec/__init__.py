@@ -1,0 +1,1 @@
+"""Spec loading: YAML with line marks, pydantic models, and the registry of every spec."""

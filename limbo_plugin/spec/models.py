@@ -1,0 +1,174 @@
+"""Pydantic models for every spec kind: services, contract and documentation variants, fault modes.
+
+Task templates, experiments and gates have their own models next to the code that uses them
+(:mod:`limbo_plugin.tasks`, :mod:`limbo_plugin.experiments`, :mod:`limbo_plugin.report.gate`);
+all of them forbid unknown fields so a typo in a spec is an error, not a silent default.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Idempotency = Literal[
+    "read_only", "non_idempotent", "key_optional", "naturally_idempotent", "idempotent"
+]
+Verification = Literal["strong", "eventual", "none"]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ReadBack(StrictModel):
+    """How to check whether a write took effect, from the write's own arguments.
+
+    ``args`` maps the read tool's arguments to templates over the write's arguments
+    (``"{customer_id}"``); ``items`` is the key of the list in the read's result;
+    ``match`` maps a field of a listed item to the write argument it must equal. For a batch
+    write, ``per_item`` names the list argument: the read-back runs once per element, and
+    ``{item}`` / ``{item.col}`` refer to the element.
+    """
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    items: str | None = None
+    match: dict[str, Any] | str = Field(default_factory=dict)
+    per_item: str | None = None
+
+
+class Compensation(StrictModel):
+    """The write that undoes an effect, with its arguments templated over the effect."""
+
+    tool: str
+    args: dict[str, Any]
+
+
+class ToolContract(StrictModel):
+    """Machine-readable contract of a tool, in the style of MCP tool annotations.
+
+    Never shown to the agent; read by the world (key semantics), the middleware conditions and the
+    scripted reference policies.
+    """
+
+    read_only_hint: bool
+    idempotent_hint: bool
+    destructive_hint: bool = False
+    idempotency: Idempotency
+    intent_fields: list[str] = Field(default_factory=list)
+    key_param: str | None = None
+    read_back: ReadBack | None = None
+    visibility_lag_s: int = Field(default=0, ge=0)
+    compensation: Compensation | None = None
+    irreversible: bool = False
+    batch_field: str | None = None
+    record_noun: str = "record"
+    target_arg: str | None = None
+
+    @property
+    def verification(self) -> Verification:
+        if self.read_back is None:
+            return "none"
+        return "eventual" if self.visibility_lag_s > 0 else "strong"
+
+    @property
+    def is_write(self) -> bool:
+        return not self.read_only_hint
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ToolContract:
+        if self.read_only_hint and self.idempotency != "read_only":
+            raise ValueError("a read-only tool must have idempotency 'read_only'")
+        if not self.read_only_hint and self.idempotency == "read_only":
+            raise ValueError("a write cannot have idempotency 'read_only'")
+        if self.idempotency == "key_optional" and not self.key_param:
+            raise ValueError("idempotency 'key_optional' needs a key_param")
+        return self
+
+
+class ToolSpecModel(StrictModel):
+    """One tool as declared in ``specs/services/<service>.yaml``."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str
+    consistency: str | None = None
+    parameters: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    required: list[str] = Field(default_factory=list)
+    contract: ToolContract
+
+    @model_validator(mode="after")
+    def _required_declared(self) -> ToolSpecModel:
+        unknown = [name for name in self.required if name not in self.parameters]
+        if unknown:
+            raise ValueError(f"required parameters not declared: {', '.join(unknown)}")
+        for field in self.contract.intent_fields:
+            if field not in self.parameters:
+                raise ValueError(f"intent field {field!r} is not a parameter")
+        if self.contract.key_param and self.contract.key_param not in self.parameters:
+            raise ValueError(f"key_param {self.contract.key_param!r} is not a parameter")
+        return self
+
+
+class ServiceSpec(StrictModel):
+    service: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str = ""
+    tools: list[ToolSpecModel]
+
+
+class ContractVariant(StrictModel):
+    """What a contract variant changes relative to the native contract (SPEC §2.2)."""
+
+    name: str
+    description: str
+    keys_on_non_idempotent_writes: bool = False
+    key_param: str = "idempotency_key"
+    key_schema: dict[str, Any] = Field(default_factory=dict)
+    key_sentence: str = ""
+
+
+class DocumentationVariant(StrictModel):
+    """How agent-facing descriptions are rendered (SPEC §2.3)."""
+
+    name: str
+    description: str
+    consistency_sentences: bool = True
+    non_idempotent_warning: str | None = None
+
+
+class DocumentationSpec(StrictModel):
+    variants: list[DocumentationVariant]
+
+
+FaultFamily = Literal[
+    "not_executed", "lost_ack", "late_commit", "misleading_500", "partial_batch", "redelivery",
+    "explicit", "none",
+]
+HiddenOutcome = Literal["absent", "committed", "late", "partial", "duplicated", "none"]
+
+
+class FaultModeSpec(StrictModel):
+    """One fault mode of SPEC §3: what the service does and what the agent sees."""
+
+    name: str
+    group: Literal["T", "E", "S", "-"]
+    family: FaultFamily
+    hidden_outcome: HiddenOutcome
+    execute: Literal["never", "now", "late", "partial", "now_and_redeliver"]
+    response: dict[str, Any] | None = None
+    response_kind: Literal["error", "success", "drifted"] = "error"
+    cost_s: float = Field(default=1.0, ge=0)
+    late_delay: Literal["fixed", "log_uniform"] | None = None
+    late_delay_s: float | None = None
+    late_delay_range_s: tuple[float, float] | None = None
+    redelivery_after_s: float | None = None
+    outage_window_s: float | None = None
+    batch_only: bool = False
+    drifted_api_version: str | None = None
+    description: str = ""
+
+
+class FaultCatalogSpec(StrictModel):
+    modes: list[FaultModeSpec]
+    resolvable_families: list[FaultFamily]
+    unresolvable_families: list[FaultFamily]

@@ -1,0 +1,190 @@
+"""The registry of every spec under a ``specs/`` directory, loaded once per process.
+
+Each spec file becomes a pydantic model at the boundary; cross-file references (a read-back tool, a
+task's focal write tool, an experiment's template) are checked here too, and every problem is a
+:class:`~limbo_plugin.errors.SpecError` naming the file, line and path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from limbo_plugin.contracts import ToolCatalog
+from limbo_plugin.errors import SpecError, UsageError
+from limbo_plugin.spec.loader import load_yaml, validate
+from limbo_plugin.spec.models import (
+    ContractVariant,
+    DocumentationSpec,
+    DocumentationVariant,
+    FaultCatalogSpec,
+    FaultModeSpec,
+    ServiceSpec,
+)
+
+if TYPE_CHECKING:
+    from limbo_plugin.tasks import TaskTemplate
+
+SPECS_ENV = "LIMBO_SPECS"
+T = TypeVar("T")
+
+
+def default_specs_dir() -> Path:
+    """``$LIMBO_SPECS``, else ``./specs`` if present, else the specs shipped beside the package."""
+    env = os.environ.get(SPECS_ENV)
+    if env:
+        return Path(env).resolve()
+    local = Path.cwd() / "specs"
+    if (local / "services").is_dir():
+        return local.resolve()
+    return (Path(__file__).resolve().parents[2] / "specs").resolve()
+
+
+@dataclass
+class SpecRegistry:
+    """Services, contract and documentation variants, fault modes and task templates."""
+
+    root: Path
+    services: dict[str, ServiceSpec] = field(default_factory=dict)
+    contracts: dict[str, ContractVariant] = field(default_factory=dict)
+    docs: dict[str, DocumentationVariant] = field(default_factory=dict)
+    faults: dict[str, FaultModeSpec] = field(default_factory=dict)
+    fault_catalog: FaultCatalogSpec | None = None
+    tool_files: dict[str, Path] = field(default_factory=dict)
+    _templates: dict[str, TaskTemplate] | None = None
+    _catalogs: dict[tuple[str, str], ToolCatalog] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, root: str | Path) -> SpecRegistry:
+        root = Path(root)
+        if not (root / "services").is_dir():
+            raise SpecError(root, "not a Limbo specs directory (it has no services/ folder)")
+        registry = cls(root=root)
+        registry._load_services()
+        registry._load_variants()
+        registry._load_faults()
+        return registry
+
+    # -- loading -------------------------------------------------------------------------------
+    def _load_services(self) -> None:
+        seen: dict[str, tuple[Path, int | None]] = {}
+        docs = {}
+        for file in sorted((self.root / "services").glob("*.yaml")):
+            doc = load_yaml(file)
+            spec = validate(doc, ServiceSpec)
+            if spec.service in self.services:
+                raise doc.error(("service",), f"service {spec.service!r} is declared twice")
+            for i, tool in enumerate(spec.tools):
+                if tool.name in seen:
+                    other, line = seen[tool.name]
+                    raise doc.error(("tools", i, "name"),
+                                    f"tool {tool.name!r} is already declared in {other}:{line}")
+                seen[tool.name] = (file, doc.line_of(("tools", i, "name")))
+                self.tool_files[tool.name] = file
+            self.services[spec.service] = spec
+            docs[spec.service] = doc
+        if not self.services:
+            raise SpecError(self.root / "services", "no service specs found")
+        # Cross-references: read-backs and compensations must name declared tools.
+        for name, spec in self.services.items():
+            for i, tool in enumerate(spec.tools):
+                refs = []
+                if tool.contract.read_back:
+                    refs.append((("tools", i, "contract", "read_back", "tool"),
+                                 tool.contract.read_back.tool))
+                if tool.contract.compensation:
+                    refs.append((("tools", i, "contract", "compensation", "tool"),
+                                 tool.contract.compensation.tool))
+                for path, ref in refs:
+                    if ref not in seen:
+                        raise docs[name].error(path, f"unknown tool {ref!r}")
+        lags = {t.name: t.contract.visibility_lag_s for s in self.services.values() for t in s.tools}
+        for name, spec in self.services.items():
+            for i, tool in enumerate(spec.tools):
+                back = tool.contract.read_back
+                if back and lags[back.tool] != tool.contract.visibility_lag_s:
+                    raise docs[name].error(
+                        ("tools", i, "contract", "visibility_lag_s"),
+                        f"declares a lag of {tool.contract.visibility_lag_s} s but its read-back "
+                        f"{back.tool!r} lags {lags[back.tool]} s",
+                    )
+
+    def _load_variants(self) -> None:
+        for file in sorted((self.root / "contracts").glob("*.yaml")):
+            doc = load_yaml(file)
+            if file.stem == "documentation":
+                for variant in validate(doc, DocumentationSpec).variants:
+                    self.docs[variant.name] = variant
+                continue
+            variant = validate(doc, ContractVariant)
+            if variant.name != file.stem:
+                raise doc.error(("name",), f"name {variant.name!r} must match the file name")
+            self.contracts[variant.name] = variant
+        for needed, table in (("native", self.contracts), ("default", self.docs)):
+            if needed not in table:
+                raise SpecError(self.root / "contracts", f"variant {needed!r} is missing")
+
+    def _load_faults(self) -> None:
+        file = self.root / "faults" / "modes.yaml"
+        doc = load_yaml(file)
+        catalog = validate(doc, FaultCatalogSpec)
+        for i, mode in enumerate(catalog.modes):
+            if mode.name in self.faults:
+                raise doc.error(("modes", i, "name"), f"mode {mode.name!r} is declared twice")
+            if mode.execute == "late" and mode.late_delay is None:
+                raise doc.error(("modes", i), "a late mode needs late_delay")
+            self.faults[mode.name] = mode
+        self.fault_catalog = catalog
+
+    # -- access --------------------------------------------------------------------------------
+    def catalog(self, contract: str = "native", docs: str = "default") -> ToolCatalog:
+        """The tool catalog for a contract and documentation variant (cached)."""
+        key = (contract, docs)
+        if key not in self._catalogs:
+            self._catalogs[key] = ToolCatalog(
+                services={k: v for k, v in self.services.items()},
+                contract_variant=self.contract_variant(contract),
+                docs_variant=self.docs_variant(docs),
+            )
+        return self._catalogs[key]
+
+    def contract_variant(self, name: str) -> ContractVariant:
+        return _pick("contract", name, self.contracts)
+
+    def docs_variant(self, name: str) -> DocumentationVariant:
+        return _pick("documentation variant", name, self.docs)
+
+    def fault_mode(self, name: str) -> FaultModeSpec:
+        return _pick("fault mode", name, self.faults)
+
+    @property
+    def templates(self) -> dict[str, TaskTemplate]:
+        if self._templates is None:
+            from limbo_plugin.tasks import load_templates
+
+            self._templates = load_templates(self.root / "tasks", self)
+        return self._templates
+
+    def template(self, name: str) -> TaskTemplate:
+        return _pick("task template", name, self.templates)
+
+
+def _pick(kind: str, name: str, table: dict[str, T]) -> T:
+    try:
+        return table[name]
+    except KeyError:
+        valid = ", ".join(sorted(table)) or "(none)"
+        raise UsageError(f"unknown {kind} {name!r}; valid: {valid}") from None
+
+
+@cache
+def _registry_for(root: Path) -> SpecRegistry:
+    return SpecRegistry.load(root)
+
+
+def get_registry(root: str | Path | None = None) -> SpecRegistry:
+    """The registry for ``root`` (default: :func:`default_specs_dir`), loaded once per process."""
+    return _registry_for(Path(root).resolve() if root else default_specs_dir())

@@ -1,0 +1,119 @@
+"""The tool-call API: the one seam shared by agents, middleware, the HTTP service and MCP server.
+
+Every layer of an episode (``agent ∘ conditions ∘ fault transport ∘ world``) speaks it: a
+:class:`ToolCall` goes in, a :class:`ToolResult` comes out. Results are plain JSON; their
+canonical text (:meth:`ToolResult.text`) is what "byte-identical observations" compares.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+CallOrigin = Literal["agent", "harness"]
+MAX_ARGUMENT_BYTES = 100_000
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON: sorted keys, no insignificant whitespace, UTF-8 kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call of a tool by name. ``arguments`` is whatever the caller sent: a JSON object
+    (dict), a JSON text, or something malformed that the transport must answer with a tool error.
+    """
+
+    name: str
+    arguments: Any = field(default_factory=dict)
+    origin: CallOrigin = "agent"
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    content: dict[str, Any]
+    is_error: bool = False
+
+    def text(self) -> str:
+        return canonical_json(self.content)
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        err = self.content.get("error") if self.is_error else None
+        return err if isinstance(err, dict) else None
+
+    @property
+    def error_type(self) -> str | None:
+        err = self.error
+        return None if err is None else str(err.get("type"))
+
+    @property
+    def status(self) -> int | None:
+        err = self.error
+        status = None if err is None else err.get("status")
+        return status if isinstance(status, int) else None
+
+    @property
+    def retry_after_s(self) -> float | None:
+        err = self.error
+        value = None if err is None else err.get("retry_after_s")
+        return float(value) if isinstance(value, int | float) else None
+
+    @property
+    def is_ambiguous(self) -> bool:
+        """A timeout or a 5xx without an explicit retry hint: the request may have executed."""
+        if self.error_type == "timeout":
+            return True
+        status = self.status
+        return status is not None and status >= 500 and self.retry_after_s is None
+
+    @property
+    def is_explicit_refusal(self) -> bool:
+        """429/503 with ``retry_after_s``: the service says the request did not execute."""
+        return self.status in (429, 503) and self.retry_after_s is not None
+
+
+def tool_error(kind: str, message: str, **extra: Any) -> ToolResult:
+    return ToolResult({"error": {"type": kind, "message": message, **extra}}, is_error=True)
+
+
+def normalize_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """A detached JSON copy of ``arguments`` as an object, or an error message.
+
+    Accepts a dict or a JSON text (what models emit). Copying through JSON also rejects
+    non-JSON values (NaN, objects) and bounds the size, so nothing an agent sends reaches the
+    world in a shape it cannot handle.
+    """
+    if arguments is None:
+        arguments = {}
+    if isinstance(arguments, str | bytes):
+        text = arguments.decode("utf-8", "replace") if isinstance(arguments, bytes) else arguments
+        if len(text) > MAX_ARGUMENT_BYTES:
+            return None, f"arguments are too large ({len(text)} bytes; limit {MAX_ARGUMENT_BYTES})"
+        if not text.strip():
+            arguments = {}
+        else:
+            try:
+                arguments = json.loads(text)
+            except (ValueError, RecursionError) as exc:
+                return None, f"arguments are not valid JSON: {exc}"
+    if not isinstance(arguments, dict):
+        return None, f"arguments must be a JSON object, not {type(arguments).__name__}"
+    try:
+        text = canonical_json(arguments)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return None, f"arguments are not JSON-serialisable: {exc}"
+    if len(text.encode()) > MAX_ARGUMENT_BYTES:
+        return None, f"arguments are too large ({len(text)} bytes; limit {MAX_ARGUMENT_BYTES})"
+    return json.loads(text), None
+
+
+@runtime_checkable
+class ToolCaller(Protocol):
+    """Anything that answers tool calls: the transport, a middleware condition, a session."""
+
+    def call(self, call: ToolCall) -> ToolResult: ...

@@ -1,0 +1,61 @@
+"""The simulated on-call operator behind ``escalate_to_human``.
+
+After 900 simulated seconds the operator answers truthfully, from the ground truth, for every
+write that so far returned an error or timed out: committed (with record ids), not executed,
+partially executed (which rows), or still in flight and will complete. The ``unresponsive``
+variant never answers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from limbo_plugin.world.clock import iso
+
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import Request, World
+
+OPERATOR_VARIANTS = ("truthful", "unresponsive")
+NO_RESPONSE = "No response from the on-call operator."
+
+
+def operator_answer(world: World) -> dict[str, Any]:
+    if world.operator == "unresponsive":
+        return {"operator": "on-call", "answer": NO_RESPONSE, "operations": []}
+    operations = [describe(r) for r in world.requests if r.is_write and r.is_error]
+    if not operations:
+        answer = "I checked: no write of yours has returned an error or timed out."
+    else:
+        lines = [f"{i}. {op['tool']} sent at {op['sent_at']}: {op['finding']}"
+                 for i, op in enumerate(operations, 1)]
+        answer = ("I checked every write of yours that returned an error or timed out:\n"
+                  + "\n".join(lines))
+    return {"operator": "on-call", "answer": answer, "operations": operations}
+
+
+def describe(request: Request) -> dict[str, Any]:
+    outcome, finding = _finding(request)
+    return {
+        "tool": request.tool,
+        "arguments": request.args,
+        "sent_at": iso(request.t_sent),
+        "outcome": outcome,
+        "record_ids": list(request.record_ids),
+        "finding": finding,
+    }
+
+
+def _finding(request: Request) -> tuple[str, str]:
+    ids = ", ".join(request.record_ids)
+    if request.fate in ("committed", "replayed"):
+        return "committed", f"it was executed (record ids: {ids})." if ids else "it was executed."
+    if request.fate == "partial":
+        done, total = request.rows_done or 0, request.rows_total or 0
+        return ("partially_executed",
+                f"it was partially executed: rows 1-{done} of {total} were inserted "
+                f"(ids: {ids}); rows {done + 1}-{total} were not.")
+    if request.fate == "in_flight":
+        return ("in_flight",
+                "it is still in flight: the service has not executed it yet, but it will "
+                "complete. Do not send it again.")
+    return "not_executed", "it was not executed; nothing changed."

@@ -1,0 +1,114 @@
+"""What every simulated service shares: dispatch, errors, lagged views and committing effects.
+
+A service implements ``check_<tool>(args)`` (validation against current state, run when a request
+is sent, so a fault trigger can stay armed past requests the service rejects anyway) and
+``do_<tool>(args, ex)`` (execution at time ``ex.t``; it re-checks, because a late commit executes
+long after it was sent). Reads are ``do_<tool>`` without effects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from limbo_plugin.world.clock import iso
+from limbo_plugin.world.ledger import Effect, EffectKind, Origin
+
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
+
+Args = dict[str, Any]
+Body = dict[str, Any]
+
+
+class ServiceError(Exception):
+    """A real error the service answers with (validation, unknown id, key reuse)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+    def body(self) -> Body:
+        return {"error": {"type": "http", "status": self.status, "code": self.code,
+                          "message": self.message}}
+
+
+def not_found(kind: str, record_id: object) -> ServiceError:
+    return ServiceError(404, "resource_missing", f"No such {kind}: {record_id}")
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One execution of a request at the service.
+
+    ``sub`` namespaces record ids: ``""`` for the request itself, ``"r"`` for a redelivered copy.
+    ``row_start``/``row_stop`` restrict a batch to a slice (partial batches and their resumption).
+    """
+
+    seq: int
+    t: float
+    origin: Origin
+    key: str | None = None
+    sub: str = ""
+    row_start: int = 0
+    row_stop: int | None = None
+
+    @property
+    def redelivered(self) -> bool:
+        return self.sub == "r"
+
+
+class Service:
+    """Base class: a named service living inside one :class:`World`."""
+
+    name: str = ""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def check(self, tool: str, args: Args) -> None:
+        checker = getattr(self, f"check_{tool}", None)
+        if checker is not None:
+            checker(args)
+
+    def run(self, tool: str, args: Args, ex: Execution) -> Body:
+        handler = getattr(self, f"do_{tool}", None)
+        if handler is None:  # pragma: no cover - guarded by the catalog
+            raise ServiceError(404, "unknown_endpoint", f"{self.name} has no endpoint {tool}")
+        return handler(args, ex)
+
+    def seed(self, records: dict[str, Any]) -> None:
+        """Install pre-existing records; each service knows the shape of its own seed data."""
+        if records:
+            raise ValueError(f"service {self.name} takes no seed records")
+
+    # -- helpers -------------------------------------------------------------------------------
+    def lag(self, tool: str) -> float:
+        return float(self.world.catalog.contract(tool).visibility_lag_s)
+
+    def view_time(self, tool: str, ex: Execution) -> float:
+        """Reads on ``tool`` at ``ex.t`` see effects committed strictly before ``t − λ``."""
+        return ex.t - self.lag(tool)
+
+    def new_id(self, prefix: str, ex: Execution, index: int | None = None) -> str:
+        sub = ex.sub if index is None else f"{ex.sub}#{index}"
+        return self.world.ids.make(prefix, ex.seq, sub)
+
+    def commit(self, tool: str, args: Args, ex: Execution, record_ids: list[str], *,
+               intent: dict[str, Any] | None = None, kind: EffectKind = "create",
+               targets: list[str] | None = None) -> Effect:
+        contract = self.world.catalog.contract(tool)
+        if intent is None:
+            intent = {f: args.get(f) for f in contract.intent_fields}
+        return self.world.ledger.commit(
+            t=ex.t, service=self.name, tool=tool, intent=intent,
+            args={k: v for k, v in args.items()}, record_ids=record_ids, key=ex.key,
+            origin=ex.origin, request_seq=ex.seq, kind=kind, targets=targets,
+        )
+
+    @staticmethod
+    def stamp(t: float) -> str | None:
+        return None if t <= -1e8 else iso(t)

@@ -1,0 +1,150 @@
+"""Database: tables with declared columns; batch inserts are non-atomic, row by row, in order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from limbo_plugin.world.services.base import (
+    Args,
+    Body,
+    Execution,
+    Service,
+    ServiceError,
+    not_found,
+)
+from limbo_plugin.world.store import SEED_TIME, VersionedTable
+
+
+@dataclass
+class Table:
+    name: str
+    columns: list[str]
+    key: list[str] = field(default_factory=list)
+    rows: VersionedTable = field(default_factory=VersionedTable)
+
+
+class DatabaseService(Service):
+    name = "database"
+
+    def __init__(self, world: Any) -> None:
+        super().__init__(world)
+        self.tables: dict[str, Table] = {}
+
+    def seed(self, records: dict[str, Any]) -> None:
+        for name, spec in records.get("tables", {}).items():
+            table = Table(name=name, columns=list(spec["columns"]), key=list(spec.get("key", [])))
+            for i, row in enumerate(spec.get("rows", [])):
+                row_id = row.get("id") or f"row_seed_{name}_{i}"
+                table.rows.put(row_id, {"id": row_id, **row}, SEED_TIME)
+            self.tables[name] = table
+        unknown = set(records) - {"tables"}
+        if unknown:
+            raise ValueError(f"database seed has unknown collections: {sorted(unknown)}")
+
+    # -- validation ----------------------------------------------------------------------------
+    def _table(self, name: str) -> Table:
+        table = self.tables.get(name)
+        if table is None:
+            known = ", ".join(sorted(self.tables)) or "none"
+            raise ServiceError(404, "table_missing", f"No such table: {name} (tables: {known})")
+        return table
+
+    @staticmethod
+    def _check_columns(table: Table, row: dict[str, Any], what: str) -> None:
+        unknown = [c for c in row if c not in table.columns]
+        if unknown:
+            raise ServiceError(400, "unknown_column",
+                               f"{what}: unknown column(s) {', '.join(map(str, unknown))} in "
+                               f"{table.name} (columns: {', '.join(table.columns)})")
+        for column, value in row.items():
+            if isinstance(value, dict | list):
+                raise ServiceError(400, "invalid_value",
+                                   f"{what}: column {column} must hold a scalar value")
+
+    def check_db_insert_rows(self, args: Args) -> None:
+        table = self._table(args["table"])
+        for i, row in enumerate(args["rows"]):
+            self._check_columns(table, row, f"row {i}")
+
+    def check_db_insert_row(self, args: Args) -> None:
+        self._check_columns(self._table(args["table"]), args["row"], "row")
+
+    def check_db_upsert(self, args: Args) -> None:
+        table = self._table(args["table"])
+        if not table.key:
+            raise ServiceError(400, "no_key", f"table {table.name} has no key; use an insert")
+        if sorted(args["key"]) != sorted(table.key):
+            raise ServiceError(400, "invalid_key",
+                               f"the key of {table.name} is ({', '.join(table.key)})")
+        self._check_columns(table, args["key"], "key")
+        self._check_columns(table, args["values"], "values")
+
+    def check_db_delete_rows(self, args: Args) -> None:
+        table = self._table(args["table"])
+        missing = [i for i in args["ids"] if not table.rows.ever_existed(i)]
+        if missing:
+            raise not_found(f"row in {table.name}", ", ".join(missing))
+
+    def check_db_query(self, args: Args) -> None:
+        self._check_columns(self._table(args["table"]), args.get("where") or {}, "where")
+
+    # -- writes --------------------------------------------------------------------------------
+    def _insert(self, tool: str, table: Table, row: dict[str, Any], args: Args, ex: Execution,
+                index: int) -> str:
+        row_id = self.new_id("row", ex, index)
+        table.rows.put(row_id, {"id": row_id, **row}, ex.t)
+        self.commit(tool, args, ex, [row_id], intent={"table": table.name, "row": dict(row)})
+        return row_id
+
+    def do_db_insert_rows(self, args: Args, ex: Execution) -> Body:
+        self.check_db_insert_rows(args)
+        table = self._table(args["table"])
+        rows = args["rows"]
+        stop = len(rows) if ex.row_stop is None else ex.row_stop
+        ids = [self._insert("db_insert_rows", table, rows[i], args, ex, i)
+               for i in range(ex.row_start, stop)]
+        return {"table": table.name, "inserted": len(ids), "ids": ids}
+
+    def do_db_insert_row(self, args: Args, ex: Execution) -> Body:
+        self.check_db_insert_row(args)
+        table = self._table(args["table"])
+        row_id = self._insert("db_insert_row", table, args["row"], args, ex, 0)
+        return {"table": table.name, "id": row_id}
+
+    def do_db_upsert(self, args: Args, ex: Execution) -> Body:
+        self.check_db_upsert(args)
+        table = self._table(args["table"])
+        key, values = args["key"], args["values"]
+        for row_id, row in table.rows.all_current():
+            if all(row.get(k) == v for k, v in key.items()):
+                if all(row.get(k) == v for k, v in values.items()):
+                    return {"table": table.name, "id": row_id, "result": "unchanged"}
+                table.rows.put(row_id, {**row, **values}, ex.t)
+                self.commit("db_upsert", args, ex, [row_id], kind="update", targets=[row_id])
+                return {"table": table.name, "id": row_id, "result": "updated"}
+        row_id = self.new_id("row", ex)
+        table.rows.put(row_id, {"id": row_id, **key, **values}, ex.t)
+        self.commit("db_upsert", args, ex, [row_id])
+        return {"table": table.name, "id": row_id, "result": "inserted"}
+
+    def do_db_delete_rows(self, args: Args, ex: Execution) -> Body:
+        self.check_db_delete_rows(args)
+        table = self._table(args["table"])
+        deleted = [i for i in dict.fromkeys(args["ids"]) if table.rows.current(i) is not None]
+        for row_id in deleted:
+            table.rows.delete(row_id, ex.t)
+            self.world.ledger.mark_undone(row_id, ex.t)
+        if deleted:
+            self.commit("db_delete_rows", args, ex, deleted, kind="update", targets=deleted)
+        return {"table": table.name, "deleted": len(deleted), "ids": deleted}
+
+    # -- reads ---------------------------------------------------------------------------------
+    def do_db_query(self, args: Args, ex: Execution) -> Body:
+        self.check_db_query(args)
+        table = self._table(args["table"])
+        where = args.get("where") or {}
+        at = self.view_time("db_query", ex)
+        rows = [row for _, row, _ in table.rows.visible(at)
+                if all(row.get(k) == v for k, v in where.items())]
+        return {"table": table.name, "rows": rows[:100], "count": len(rows)}

@@ -1,0 +1,77 @@
+"""Deploy: deployment runs of services to staging and production."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from limbo_plugin.world.clock import iso
+from limbo_plugin.world.services.base import Args, Body, Execution, Service, not_found
+from limbo_plugin.world.store import SEED_TIME, VersionedTable
+
+RUN_SECONDS = 120
+"""A run reports ``running`` for this long after it starts, then ``succeeded``."""
+
+
+class DeployService(Service):
+    name = "deploy"
+
+    def __init__(self, world: Any) -> None:
+        super().__init__(world)
+        self.known_services: set[str] = set()
+        self.runs = VersionedTable()
+
+    def seed(self, records: dict[str, Any]) -> None:
+        self.known_services.update(records.get("services", []))
+        for run in records.get("runs", []):
+            self.runs.put(run["id"], {"status": "succeeded", **run}, SEED_TIME)
+            self.known_services.add(run["service"])
+        unknown = set(records) - {"services", "runs"}
+        if unknown:
+            raise ValueError(f"deploy seed has unknown collections: {sorted(unknown)}")
+
+    def check_deploy_trigger(self, args: Args) -> None:
+        if args["service"] not in self.known_services:
+            raise not_found("service", args["service"])
+
+    def do_deploy_trigger(self, args: Args, ex: Execution) -> Body:
+        self.check_deploy_trigger(args)
+        run_id = self.new_id("run", ex)
+        self.runs.put(run_id, {"id": run_id, "service": args["service"],
+                               "version": args["version"], "environment": args["environment"],
+                               "status": "running", "started_at": ex.t,
+                               "created": iso(ex.t)}, ex.t)
+        self.commit("deploy_trigger", args, ex, [run_id])
+        return {"id": run_id, "status": "running", "service": args["service"],
+                "environment": args["environment"], "version": args["version"]}
+
+    def check_deploy_cancel_run(self, args: Args) -> None:
+        if self.runs.current(args["run_id"]) is None:
+            raise not_found("deployment run", args["run_id"])
+
+    def do_deploy_cancel_run(self, args: Args, ex: Execution) -> Body:
+        self.check_deploy_cancel_run(args)
+        run = dict(self.runs.current(args["run_id"]) or {})
+        if run["status"] != "cancelled":
+            run["status"] = "cancelled"
+            self.runs.put(run["id"], run, ex.t)
+            self.commit("deploy_cancel_run", args, ex, [run["id"]], kind="update",
+                        targets=[run["id"]])
+            self.world.ledger.mark_undone(run["id"], ex.t)
+        return {"id": run["id"], "status": "cancelled"}
+
+    def do_deploy_list_runs(self, args: Args, ex: Execution) -> Body:
+        if args["service"] not in self.known_services:
+            raise not_found("service", args["service"])
+        at = self.view_time("deploy_list_runs", ex)
+        runs = []
+        for _, run, _ in self.runs.visible(at):
+            if run["service"] != args["service"] or run["environment"] != args["environment"]:
+                continue
+            shown = {k: v for k, v in run.items() if k != "started_at"}
+            started = run.get("started_at")
+            if shown["status"] == "running" and started is not None \
+                    and ex.t - started >= RUN_SECONDS:
+                shown["status"] = "succeeded"
+            runs.append(shown)
+        runs.reverse()
+        return {"service": args["service"], "environment": args["environment"], "runs": runs[:50]}

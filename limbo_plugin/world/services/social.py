@@ -1,0 +1,86 @@
+"""Social: the company's accounts on Mastodon, Weibo, LinkedIn and X."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from limbo_plugin.world.clock import iso
+from limbo_plugin.world.services.base import Args, Body, Execution, Service, not_found
+from limbo_plugin.world.store import SEED_TIME, VersionedTable
+
+PLATFORMS = ("mastodon", "weibo", "linkedin", "x")
+PREFIX = {"mastodon": "md", "weibo": "wb", "linkedin": "li", "x": "x"}
+URL = {
+    "mastodon": "https://mastodon.social/@acme/{id}",
+    "weibo": "https://weibo.com/acme/{id}",
+    "linkedin": "https://www.linkedin.com/feed/update/{id}",
+    "x": "https://x.com/acme/status/{id}",
+}
+
+
+class SocialService(Service):
+    name = "social"
+
+    def __init__(self, world: Any) -> None:
+        super().__init__(world)
+        self.posts = {platform: VersionedTable() for platform in PLATFORMS}
+
+    def seed(self, records: dict[str, Any]) -> None:
+        for post in records.get("posts", []):
+            platform = post["platform"]
+            data = {"url": URL[platform].format(id=post["id"]), **post}
+            self.posts[platform].put(post["id"], data, SEED_TIME)
+        unknown = set(records) - {"posts"}
+        if unknown:
+            raise ValueError(f"social seed has unknown collections: {sorted(unknown)}")
+
+    def _publish(self, platform: str, args: Args, ex: Execution) -> Body:
+        post_id = self.new_id(PREFIX[platform], ex)
+        url = URL[platform].format(id=post_id)
+        data = {"id": post_id, "platform": platform, "text": args["text"], "url": url,
+                "created": iso(ex.t)}
+        self.posts[platform].put(post_id, data, ex.t)
+        self.commit(f"{platform}_publish", args, ex, [post_id])
+        return {"id": post_id, "url": url, "platform": platform}
+
+    def do_mastodon_publish(self, args: Args, ex: Execution) -> Body:
+        return self._publish("mastodon", args, ex)
+
+    def do_weibo_publish(self, args: Args, ex: Execution) -> Body:
+        return self._publish("weibo", args, ex)
+
+    def do_linkedin_publish(self, args: Args, ex: Execution) -> Body:
+        return self._publish("linkedin", args, ex)
+
+    def do_x_publish(self, args: Args, ex: Execution) -> Body:
+        return self._publish("x", args, ex)
+
+    def check_social_delete_post(self, args: Args) -> None:
+        if not self.posts[args["platform"]].ever_existed(args["post_id"]):
+            raise not_found(f"{args['platform']} post", args["post_id"])
+
+    def do_social_delete_post(self, args: Args, ex: Execution) -> Body:
+        self.check_social_delete_post(args)
+        table = self.posts[args["platform"]]
+        post_id = args["post_id"]
+        if table.current(post_id) is not None:
+            table.delete(post_id, ex.t)
+            self.commit("social_delete_post", args, ex, [post_id], kind="update",
+                        targets=[post_id])
+            self.world.ledger.mark_undone(post_id, ex.t)
+        return {"id": post_id, "platform": args["platform"], "deleted": True}
+
+    def _list(self, platform: str, ex: Execution) -> Body:
+        at = self.view_time(f"{platform}_list_posts", ex)
+        posts = [data for _, data, _ in self.posts[platform].visible(at)]
+        posts.reverse()
+        return {"platform": platform, "posts": posts[:50]}
+
+    def do_mastodon_list_posts(self, args: Args, ex: Execution) -> Body:
+        return self._list("mastodon", ex)
+
+    def do_weibo_list_posts(self, args: Args, ex: Execution) -> Body:
+        return self._list("weibo", ex)
+
+    def do_linkedin_list_posts(self, args: Args, ex: Execution) -> Body:
+        return self._list("linkedin", ex)

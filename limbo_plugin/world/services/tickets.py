@@ -1,0 +1,104 @@
+"""Tickets: projects, tickets, comments and a search index that lags by 60 s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from limbo_plugin.world.clock import iso
+from limbo_plugin.world.services.base import Args, Body, Execution, Service, not_found
+from limbo_plugin.world.store import SEED_TIME, VersionedTable, search_matches
+
+URL = "https://tickets.acme.example/browse/{id}"
+
+
+class TicketsService(Service):
+    name = "tickets"
+
+    def __init__(self, world: Any) -> None:
+        super().__init__(world)
+        self.tickets = VersionedTable()
+        self.comments = VersionedTable()
+
+    def seed(self, records: dict[str, Any]) -> None:
+        for ticket in records.get("tickets", []):
+            comments = ticket.get("comments", [])
+            data = {"status": "open", "description": "", "url": URL.format(id=ticket["id"]),
+                    **{k: v for k, v in ticket.items() if k != "comments"}}
+            self.tickets.put(ticket["id"], data, SEED_TIME)
+            for i, body in enumerate(comments):
+                comment_id = f"cm_seed_{ticket['id']}_{i}"
+                self.comments.put(comment_id, {"id": comment_id, "ticket_id": ticket["id"],
+                                               "body": body, "created": ticket.get("created")},
+                                  SEED_TIME)
+        unknown = set(records) - {"tickets"}
+        if unknown:
+            raise ValueError(f"tickets seed has unknown collections: {sorted(unknown)}")
+
+    # -- writes --------------------------------------------------------------------------------
+    def do_tickets_create(self, args: Args, ex: Execution) -> Body:
+        ticket_id = self.world.ids.ticket(args["project"], ex.seq, ex.redelivered)
+        url = URL.format(id=ticket_id)
+        data = {"id": ticket_id, "project": args["project"], "title": args["title"],
+                "description": args["description"], "status": "open", "url": url,
+                "created": iso(ex.t)}
+        self.tickets.put(ticket_id, data, ex.t)
+        self.commit("tickets_create", args, ex, [ticket_id])
+        return {"id": ticket_id, "url": url, "project": args["project"], "status": "open"}
+
+    def check_tickets_add_comment(self, args: Args) -> None:
+        if self.tickets.current(args["ticket_id"]) is None:
+            raise not_found("ticket", args["ticket_id"])
+
+    def do_tickets_add_comment(self, args: Args, ex: Execution) -> Body:
+        self.check_tickets_add_comment(args)
+        comment_id = self.new_id("cm", ex)
+        self.comments.put(comment_id, {"id": comment_id, "ticket_id": args["ticket_id"],
+                                       "body": args["body"], "created": iso(ex.t)}, ex.t)
+        self.commit("tickets_add_comment", args, ex, [comment_id], targets=[args["ticket_id"]])
+        return {"id": comment_id, "ticket_id": args["ticket_id"]}
+
+    def check_tickets_set_status(self, args: Args) -> None:
+        if self.tickets.current(args["ticket_id"]) is None:
+            raise not_found("ticket", args["ticket_id"])
+
+    def do_tickets_set_status(self, args: Args, ex: Execution) -> Body:
+        self.check_tickets_set_status(args)
+        ticket_id = args["ticket_id"]
+        data = dict(self.tickets.current(ticket_id) or {})
+        if data["status"] != args["status"]:
+            data["status"] = args["status"]
+            self.tickets.put(ticket_id, data, ex.t)
+            self.commit("tickets_set_status", args, ex, [ticket_id], kind="update",
+                        targets=[ticket_id])
+            if args["status"] == "cancelled":
+                self.world.ledger.mark_undone(ticket_id, ex.t)
+        return {"id": ticket_id, "status": data["status"]}
+
+    # -- reads ---------------------------------------------------------------------------------
+    def _comments_of(self, ticket_id: str, at: float) -> list[dict[str, Any]]:
+        return [{"id": c["id"], "body": c["body"], "created": c["created"]}
+                for _, c, _ in self.comments.visible(at) if c["ticket_id"] == ticket_id]
+
+    def do_tickets_list(self, args: Args, ex: Execution) -> Body:
+        at = self.view_time("tickets_list", ex)
+        rows = [{k: data[k] for k in ("id", "title", "status", "url", "created")}
+                for _, data, _ in self.tickets.visible(at) if data["project"] == args["project"]]
+        rows.reverse()
+        return {"project": args["project"], "tickets": rows[:50]}
+
+    def do_tickets_get(self, args: Args, ex: Execution) -> Body:
+        at = self.view_time("tickets_get", ex)
+        data = self.tickets.as_of(args["ticket_id"], at)
+        if data is None:
+            raise not_found("ticket", args["ticket_id"])
+        return {"ticket": {**data, "comments": self._comments_of(data["id"], at)}}
+
+    def do_tickets_search(self, args: Args, ex: Execution) -> Body:
+        at = self.view_time("tickets_search", ex)
+        hits = []
+        for ticket_id, data, _ in self.tickets.visible(at):
+            bodies = [c["body"] for c in self._comments_of(ticket_id, at)]
+            if search_matches(args["query"], data["title"], data.get("description", ""), *bodies):
+                hits.append({k: data[k] for k in ("id", "project", "title", "status", "url")})
+        hits.reverse()
+        return {"query": args["query"], "tickets": hits[:50]}
