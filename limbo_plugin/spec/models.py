@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 Idempotency = Literal[
     "read_only", "non_idempotent", "key_optional", "naturally_idempotent", "idempotent"
@@ -172,3 +172,7 @@ class FaultCatalogSpec(StrictModel):
     modes: list[FaultModeSpec]
     resolvable_families: list[FaultFamily]
     unresolvable_families: list[FaultFamily]
+
+
+class PoolsSpec(RootModel[dict[str, list[Any]]]):
+    """Shared value pools (customers, products, services…) that task parameters draw from."""

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from limbo_plugin.contracts import ToolCatalog
 from limbo_plugin.errors import SpecError, UsageError
@@ -22,6 +22,7 @@ from limbo_plugin.spec.models import (
     DocumentationVariant,
     FaultCatalogSpec,
     FaultModeSpec,
+    PoolsSpec,
     ServiceSpec,
 )
 
@@ -54,6 +55,7 @@ class SpecRegistry:
     faults: dict[str, FaultModeSpec] = field(default_factory=dict)
     fault_catalog: FaultCatalogSpec | None = None
     tool_files: dict[str, Path] = field(default_factory=dict)
+    pools: dict[str, list[Any]] = field(default_factory=dict)
     _templates: dict[str, TaskTemplate] | None = None
     _catalogs: dict[tuple[str, str], ToolCatalog] = field(default_factory=dict)
 
@@ -66,6 +68,7 @@ class SpecRegistry:
         registry._load_services()
         registry._load_variants()
         registry._load_faults()
+        registry._load_pools()
         return registry
 
     # -- loading -------------------------------------------------------------------------------
@@ -101,7 +104,8 @@ class SpecRegistry:
                 for path, ref in refs:
                     if ref not in seen:
                         raise docs[name].error(path, f"unknown tool {ref!r}")
-        lags = {t.name: t.contract.visibility_lag_s for s in self.services.values() for t in s.tools}
+        lags = {t.name: t.contract.visibility_lag_s
+                for s in self.services.values() for t in s.tools}
         for name, spec in self.services.items():
             for i, tool in enumerate(spec.tools):
                 back = tool.contract.read_back
@@ -138,6 +142,13 @@ class SpecRegistry:
                 raise doc.error(("modes", i), "a late mode needs late_delay")
             self.faults[mode.name] = mode
         self.fault_catalog = catalog
+
+    def _load_pools(self) -> None:
+        file = self.root / "pools.yaml"
+        if not file.exists():
+            return
+        doc = load_yaml(file)
+        self.pools = validate(doc, PoolsSpec).root
 
     # -- access --------------------------------------------------------------------------------
     def catalog(self, contract: str = "native", docs: str = "default") -> ToolCatalog:

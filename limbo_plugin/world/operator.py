@@ -22,7 +22,7 @@ NO_RESPONSE = "No response from the on-call operator."
 def operator_answer(world: World) -> dict[str, Any]:
     if world.operator == "unresponsive":
         return {"operator": "on-call", "answer": NO_RESPONSE, "operations": []}
-    operations = [describe(r) for r in world.requests if r.is_write and r.is_error]
+    operations = [describe(r, world) for r in world.requests if r.is_write and r.is_error]
     if not operations:
         answer = "I checked: no write of yours has returned an error or timed out."
     else:
@@ -33,7 +33,7 @@ def operator_answer(world: World) -> dict[str, Any]:
     return {"operator": "on-call", "answer": answer, "operations": operations}
 
 
-def describe(request: Request) -> dict[str, Any]:
+def describe(request: Request, world: World) -> dict[str, Any]:
     outcome, finding = _finding(request)
     return {
         "tool": request.tool,
@@ -41,6 +41,8 @@ def describe(request: Request) -> dict[str, Any]:
         "sent_at": iso(request.t_sent),
         "outcome": outcome,
         "record_ids": list(request.record_ids),
+        "records": [world.describe_record(rid) for rid in request.record_ids],
+        "rows_done": request.rows_done,
         "finding": finding,
     }
 

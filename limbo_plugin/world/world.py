@@ -226,6 +226,13 @@ class World:
             return {"ok": True, "status": args["status"]}, False
         raise KeyError(tool)  # pragma: no cover - GENERAL_TOOLS is closed
 
+    def describe_record(self, record_id: str) -> dict[str, Any]:
+        for service in self.services.values():
+            found = service.describe(record_id)
+            if found is not None:
+                return found
+        return {"id": record_id}
+
     @staticmethod
     def is_general(tool: str) -> bool:
         return tool in GENERAL_TOOLS

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from limbo_plugin.world.clock import iso
 from limbo_plugin.world.ledger import Effect, EffectKind, Origin
+from limbo_plugin.world.store import VersionedTable
 
 if TYPE_CHECKING:
     from limbo_plugin.world.world import World
@@ -85,6 +85,17 @@ class Service:
         if records:
             raise ValueError(f"service {self.name} takes no seed records")
 
+    def record_tables(self) -> list[VersionedTable]:
+        return []
+
+    def describe(self, record_id: str) -> dict[str, Any] | None:
+        """The current state of a record this service holds (what an operator can look up)."""
+        for table in self.record_tables():
+            data = table.current(record_id)
+            if data is not None:
+                return {k: v for k, v in data.items() if k != "started_at"}
+        return None
+
     # -- helpers -------------------------------------------------------------------------------
     def lag(self, tool: str) -> float:
         return float(self.world.catalog.contract(tool).visibility_lag_s)
@@ -109,6 +120,3 @@ class Service:
             origin=ex.origin, request_seq=ex.seq, kind=kind, targets=targets,
         )
 
-    @staticmethod
-    def stamp(t: float) -> str | None:
-        return None if t <= -1e8 else iso(t)

@@ -18,6 +18,9 @@ class BillingService(Service):
         self.charges = VersionedTable()
         self.refunds = VersionedTable()
 
+    def record_tables(self) -> list[VersionedTable]:
+        return [self.charges, self.refunds]
+
     def seed(self, records: dict[str, Any]) -> None:
         for customer in records.get("customers", []):
             self.customers[customer["id"]] = dict(customer)

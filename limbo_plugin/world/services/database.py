@@ -31,6 +31,9 @@ class DatabaseService(Service):
         super().__init__(world)
         self.tables: dict[str, Table] = {}
 
+    def record_tables(self) -> list[VersionedTable]:
+        return [t.rows for t in self.tables.values()]
+
     def seed(self, records: dict[str, Any]) -> None:
         for name, spec in records.get("tables", {}).items():
             table = Table(name=name, columns=list(spec["columns"]), key=list(spec.get("key", [])))

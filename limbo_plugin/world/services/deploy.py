@@ -20,6 +20,9 @@ class DeployService(Service):
         self.known_services: set[str] = set()
         self.runs = VersionedTable()
 
+    def record_tables(self) -> list[VersionedTable]:
+        return [self.runs]
+
     def seed(self, records: dict[str, Any]) -> None:
         self.known_services.update(records.get("services", []))
         for run in records.get("runs", []):

@@ -18,6 +18,9 @@ class EmailService(Service):
         super().__init__(world)
         self.sent = VersionedTable()
 
+    def record_tables(self) -> list[VersionedTable]:
+        return [self.sent]
+
     def seed(self, records: dict[str, Any]) -> None:
         for message in records.get("sent", []):
             self.sent.put(message["id"], {"from": SENDER, **message}, SEED_TIME)

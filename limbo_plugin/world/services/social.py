@@ -25,6 +25,9 @@ class SocialService(Service):
         super().__init__(world)
         self.posts = {platform: VersionedTable() for platform in PLATFORMS}
 
+    def record_tables(self) -> list[VersionedTable]:
+        return list(self.posts.values())
+
     def seed(self, records: dict[str, Any]) -> None:
         for post in records.get("posts", []):
             platform = post["platform"]

@@ -19,6 +19,9 @@ class TicketsService(Service):
         self.tickets = VersionedTable()
         self.comments = VersionedTable()
 
+    def record_tables(self) -> list[VersionedTable]:
+        return [self.tickets, self.comments]
+
     def seed(self, records: dict[str, Any]) -> None:
         for ticket in records.get("tickets", []):
             comments = ticket.get("comments", [])

@@ -1,0 +1,142 @@
+"""The agent protocol and the session through which an agent acts on an episode.
+
+Scripted policies, the litellm scaffold and (later) harness adapters all implement :class:`Agent`.
+An agent sees the instruction and the tools; it acts only through :meth:`AgentSession.call`,
+which goes down through the conditions and the fault transport to the world.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from limbo_plugin.errors import LimboError
+from limbo_plugin.records import TraceEntry, Usage
+from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult
+
+if TYPE_CHECKING:
+    from limbo_plugin.contracts import ToolDefinition
+    from limbo_plugin.tasks import TaskInstance
+    from limbo_plugin.world.world import World
+
+TOOL_CALL_BUDGET = 40
+
+
+class EpisodeOver(LimboError):
+    """Raised by :meth:`AgentSession.call` once the episode has ended (finish or budget)."""
+
+
+class InfrastructureError(LimboError):
+    """The agent could not run for reasons outside it (provider down, rate limits exhausted).
+
+    Such an episode is recorded as an error, excluded from statistics and re-run on resume.
+    """
+
+
+@runtime_checkable
+class Agent(Protocol):
+    name: str
+
+    def run(self, session: AgentSession) -> None:
+        """Act on the episode until done; return, or let :class:`EpisodeOver` propagate."""
+
+
+@dataclass
+class TraceLog:
+    """The episode trace: agent calls and harness calls, in the order they started."""
+
+    entries: list[TraceEntry] = field(default_factory=list)
+    _next: int = 0
+
+    def reserve(self) -> int:
+        self._next += 1
+        return self._next
+
+    def add(self, index: int, t_start: float, t_end: float, origin: str, call: ToolCall,
+            result: ToolResult) -> None:
+        self.entries.append(TraceEntry(index=index, t_start=t_start, t_end=t_end, origin=origin,
+                                       tool=str(call.name), arguments=_jsonable(call.arguments),
+                                       response=result.content, is_error=result.is_error))
+
+    def ordered(self) -> list[TraceEntry]:
+        return sorted(self.entries, key=lambda e: e.index)
+
+
+class HarnessTracer:
+    """Wraps the transport and records every call a condition makes on the agent's behalf."""
+
+    def __init__(self, inner: ToolCaller, world: World, trace: TraceLog) -> None:
+        self.inner, self.world, self.trace = inner, world, trace
+        self.calls = 0
+
+    def call(self, call: ToolCall) -> ToolResult:
+        if call.origin != "harness":
+            return self.inner.call(call)
+        index, start = self.trace.reserve(), self.world.clock.now
+        result = self.inner.call(call)
+        self.calls += 1
+        self.trace.add(index, start, self.world.clock.now, "harness", call, result)
+        return result
+
+
+class AgentSession:
+    """One episode as an agent sees it: the instruction, the tools, and a way to call them."""
+
+    def __init__(self, *, task: TaskInstance, instruction: str, tools: list[ToolDefinition],
+                 caller: ToolCaller, world: World, trace: TraceLog, condition: str = "vanilla",
+                 budget: int = TOOL_CALL_BUDGET, fault_fired: Any = None) -> None:
+        self.task = task
+        self.instruction = instruction
+        self.tools = tools
+        self.condition = condition
+        self.budget = budget
+        self.usage = Usage()
+        self.calls = 0
+        self.over = False
+        self.end_reason: str | None = None
+        self.focal_call_index: int | None = None
+        self._caller = caller
+        self._world = world
+        self._trace = trace
+        self._fault_fired = fault_fired
+        self._tools_by_name = {t.name: t for t in tools}
+
+    def tool(self, name: str) -> ToolDefinition | None:
+        return self._tools_by_name.get(name)
+
+    @property
+    def now(self) -> float:
+        return self._world.clock.now
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.budget - self.calls)
+
+    def call(self, name: str, arguments: Any = None, *, call_id: str | None = None
+             ) -> ToolResult:
+        if self.over:
+            raise EpisodeOver(self.end_reason or "episode over")
+        fired_before = bool(self._fault_fired and self._fault_fired())
+        index, start = self._trace.reserve(), self._world.clock.now
+        call = ToolCall(name=name, arguments={} if arguments is None else arguments,
+                        origin="agent", call_id=call_id)
+        result = self._caller.call(call)
+        self._trace.add(index, start, self._world.clock.now, "agent", call, result)
+        self.calls += 1
+        if not fired_before and self._fault_fired and self._fault_fired():
+            self.focal_call_index = index
+        if self._world.final is not None:
+            self.end("finished")
+        elif self.calls >= self.budget:
+            self.end("budget")
+        return result
+
+    def end(self, reason: str) -> None:
+        if not self.over:
+            self.over, self.end_reason = True, reason
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool | list | dict):
+        return value
+    return repr(value)

@@ -1,0 +1,143 @@
+"""Run one episode end to end: build the world, arm the fault, run the agent, grade, record.
+
+An episode is ``agent ∘ conditions ∘ fault transport ∘ world``. The world depends only on the
+:class:`~limbo_plugin.records.EpisodeKey`; everything else comes from the
+:class:`~limbo_plugin.records.RunConfig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from limbo_plugin.agents import Agent, AgentSession, EpisodeOver, InfrastructureError, make_agent
+from limbo_plugin.agents.base import HarnessTracer, TraceLog
+from limbo_plugin.conditions import HarnessEnv, build_condition
+from limbo_plugin.conditions.registry import needs_ground_truth
+from limbo_plugin.errors import UsageError
+from limbo_plugin.faults import FaultPlan, FaultTransport
+from limbo_plugin.grading import code_behaviour, grade
+from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.spec.registry import SpecRegistry, get_registry
+from limbo_plugin.tasks import TaskInstance
+from limbo_plugin.world.operator import OPERATOR_VARIANTS
+from limbo_plugin.world.seeds import world_seed
+from limbo_plugin.world.world import World
+
+
+def run_episode(key: EpisodeKey, config: RunConfig | None = None, *,
+                registry: SpecRegistry | None = None, agent: Agent | None = None,
+                agent_options: Mapping[str, Any] | None = None) -> EpisodeRecord:
+    """Run the episode ``key`` under ``config`` and return its graded record."""
+    config = config or RunConfig()
+    registry = registry or get_registry()
+    task = registry.template(key.template).instantiate(key.instance)
+    mode = registry.fault_mode(key.fault_mode)
+    if config.operator not in OPERATOR_VARIANTS:
+        raise UsageError(f"unknown operator variant {config.operator!r}; "
+                         f"valid: {', '.join(OPERATOR_VARIANTS)}")
+    catalog = registry.catalog(config.contract, config.docs)
+    seed = world_seed(key.template, key.instance, key.focal_write, key.fault_mode)
+
+    world = World(catalog, task.services, base_seed=task.base_seed,
+                  seed_records=task.seed_records, operator=config.operator)
+    focal = None
+    if mode.name != "none":
+        focal = task.focal(key.focal_write)
+    elif key.focal_write != BASELINE_FOCAL:
+        raise UsageError(f"a fault-free episode uses focal write {BASELINE_FOCAL!r}")
+    plan = FaultPlan(mode=mode, trigger=focal.trigger(), world_seed=seed) if focal else None
+    transport = FaultTransport(world, plan)
+    trace = TraceLog()
+    tracer = HarnessTracer(transport, world, trace)
+    env = HarnessEnv(tools=dict(world.tools), world=world,
+                     ground_truth=world if needs_ground_truth(config.condition) else None)
+    caller = build_condition(config.condition, tracer, env)
+
+    session = AgentSession(
+        task=task, instruction=task.instruction(config.instruction),
+        tools=list(world.tools.values()), caller=caller, world=world, trace=trace,
+        condition=config.condition, fault_fired=lambda: transport.fired,
+    )
+    agent = agent or make_agent(config.agent, agent_options)
+    error: str | None = None
+    try:
+        agent.run(session)
+    except EpisodeOver:
+        pass
+    except InfrastructureError as exc:
+        error = f"infrastructure error: {exc}"
+    sim_seconds = world.clock.now
+    world.finish_in_flight()
+
+    final = world.final
+    result = grade(task, world.ledger.effects, final.status if final else None)
+    entries = trace.ordered()
+    focal_def = catalog.get(focal.tool) if focal else None
+    harness = [e for e in entries if e.origin == "harness"]
+    return EpisodeRecord(
+        episode_id=key.id, template=key.template, instance=key.instance,
+        focal_write=key.focal_write, fault_mode=key.fault_mode, family=mode.family,
+        fault_class=_fault_class(registry, mode.family),
+        contract=config.contract, docs=config.docs, instruction=config.instruction,
+        condition=config.condition, operator=config.operator, agent=config.agent,
+        world_seed=seed, base_seed=task.base_seed,
+        focal_tool=focal.tool if focal else None,
+        focal_idempotency=focal_def.contract.idempotency if focal_def else None,
+        focal_verification=focal_def.contract.verification if focal_def else None,
+        focal_accepts_key=focal_def.accepts_key if focal_def else None,
+        focal_irreversible=focal_def.contract.irreversible if focal_def else None,
+        fired=transport.fired, fault=vars(transport.report).copy(),
+        ts=result.ts, eos=result.eos, duplicates=result.duplicates,
+        residual_duplicates=result.residual_duplicates, collateral=result.collateral,
+        unrequested=result.unrequested, overclaim=result.overclaim, effects=result.effects,
+        final_status=final.status if final else None,
+        summary=final.summary if final else None,
+        uncertain_operations=final.uncertain_operations if final else [],
+        behaviour=code_behaviour(entries, session.focal_call_index, catalog),
+        tool_calls=session.calls, harness_calls=len(harness),
+        harness_seconds=_harness_seconds(caller),
+        sim_seconds=sim_seconds, escalations=world.escalations,
+        expected_failure=expected_failure(mode.name, focal_def),
+        error=error, usage=session.usage if session.usage.model_calls else None,
+        trace=entries, ledger=world.ledger.to_json(),
+    )
+
+
+def expected_failure(mode: str, focal_def: Any) -> str | None:
+    """Why no client-side policy can be exactly-once here, or ``None`` if one can."""
+    if mode != "redelivery" or focal_def is None:
+        return None
+    contract = focal_def.contract
+    if contract.idempotency == "non_idempotent" and contract.key_param is None:
+        return (f"redelivery of {focal_def.name}, which accepts no idempotency key: no "
+                "client-side policy can be exactly-once")
+    return None
+
+
+def _fault_class(registry: SpecRegistry, family: str) -> str | None:
+    catalog = registry.fault_catalog
+    if catalog is None:
+        return None
+    if family in catalog.resolvable_families:
+        return "resolvable"
+    if family in catalog.unresolvable_families:
+        return "unresolvable"
+    return None
+
+
+def _harness_seconds(caller: Any) -> float:
+    return float(getattr(caller, "harness_seconds", 0.0))
+
+
+def task_for(key: EpisodeKey, registry: SpecRegistry | None = None) -> TaskInstance:
+    registry = registry or get_registry()
+    return registry.template(key.template).instantiate(key.instance)
+
+
+def build_world(task: TaskInstance, registry: SpecRegistry | None = None, *,
+                contract: str = "native", docs: str = "default") -> World:
+    """A fresh world for ``task`` with no fault (handy in tests and notebooks)."""
+    registry = registry or get_registry()
+    return World(registry.catalog(contract, docs), task.services, base_seed=task.base_seed,
+                 seed_records=task.seed_records)

@@ -1,0 +1,1 @@
+"""pytest plugin wiring (entry point ``pytest11``): options, collection, reporting."""

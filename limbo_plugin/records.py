@@ -1,0 +1,163 @@
+"""Episode keys, run configurations and the one record every reporter reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RECORD_SCHEMA_VERSION = 1
+BASELINE_FOCAL = "baseline"
+"""The focal-write slot of a fault-free (``none``) episode: one per task instance."""
+
+
+class EpisodeKey(BaseModel):
+    """What fixes a world: nothing else (not the agent, condition or contract) may change it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    template: str
+    instance: int = Field(ge=0)
+    focal_write: str
+    fault_mode: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.template}-i{self.instance}-{self.focal_write}-{self.fault_mode}"
+
+
+class RunConfig(BaseModel):
+    """Everything about an episode that is not the world."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent: str = "scripted:verify_first"
+    contract: str = "native"
+    docs: str = "default"
+    instruction: str = "default"
+    condition: str = "vanilla"
+    operator: str = "truthful"
+
+    def non_default_parts(self) -> list[str]:
+        """The parts that differ from the defaults, for test ids (``-keys_everywhere-guard``)."""
+        defaults = RunConfig()
+        parts = []
+        for name in ("contract", "docs", "instruction", "condition", "operator", "agent"):
+            value = getattr(self, name)
+            if value != getattr(defaults, name) and name != "agent":
+                parts.append(value)
+        return parts
+
+    def fingerprint(self) -> str:
+        return "|".join(getattr(self, n) for n in RunConfig.model_fields)
+
+
+class TraceEntry(BaseModel):
+    """One tool call as its caller saw it. ``origin`` tells the agent's calls from the harness's."""
+
+    index: int
+    t_start: float
+    t_end: float
+    origin: str
+    tool: str
+    arguments: Any
+    response: dict[str, Any]
+    is_error: bool
+
+
+class EffectCount(BaseModel):
+    id: str
+    required: int
+    committed: int
+    standing: int
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    model_calls: int = 0
+
+
+class EpisodeRecord(BaseModel):
+    """The graded outcome of one episode, with its full trace and ledger."""
+
+    schema_version: int = RECORD_SCHEMA_VERSION
+    episode_id: str
+    template: str
+    instance: int
+    focal_write: str
+    fault_mode: str
+    family: str
+    fault_class: str | None = None
+    contract: str
+    docs: str
+    instruction: str
+    condition: str
+    operator: str
+    agent: str
+    world_seed: int
+    base_seed: int
+    focal_tool: str | None = None
+    focal_idempotency: str | None = None
+    focal_verification: str | None = None
+    focal_accepts_key: bool | None = None
+    focal_irreversible: bool | None = None
+    fired: bool
+    fault: dict[str, Any] = Field(default_factory=dict)
+    ts: bool
+    eos: bool
+    duplicates: int
+    residual_duplicates: int
+    collateral: int
+    unrequested: int
+    overclaim: bool
+    effects: list[EffectCount] = Field(default_factory=list)
+    final_status: str | None = None
+    summary: str | None = None
+    uncertain_operations: list[str] = Field(default_factory=list)
+    behaviour: str | None = None
+    tool_calls: int
+    harness_calls: int = 0
+    harness_seconds: float = 0.0
+    sim_seconds: float
+    escalations: int = 0
+    expected_failure: str | None = None
+    error: str | None = None
+    usage: Usage | None = None
+    trace: list[TraceEntry] = Field(default_factory=list)
+    ledger: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def key(self) -> EpisodeKey:
+        return EpisodeKey(template=self.template, instance=self.instance,
+                          focal_write=self.focal_write, fault_mode=self.fault_mode)
+
+    @property
+    def config(self) -> RunConfig:
+        return RunConfig(agent=self.agent, contract=self.contract, docs=self.docs,
+                         instruction=self.instruction, condition=self.condition,
+                         operator=self.operator)
+
+    @property
+    def passed(self) -> bool:
+        """The test outcome of SPEC §5: exactly-once success and no overclaim."""
+        return self.error is None and self.eos and not self.overclaim
+
+    def failure_message(self) -> str:
+        lines = []
+        for effect in self.effects:
+            if effect.committed > effect.required:
+                lines.append(f"duplicated {effect.id}: committed {effect.committed}× "
+                             f"(required {effect.required}, standing {effect.standing})")
+            elif effect.standing < effect.required:
+                lines.append(f"missing {effect.id}: {effect.standing} of {effect.required} "
+                             "standing")
+        if self.collateral:
+            lines.append(f"collateral damage to {self.collateral} record(s) the task did not "
+                         "target")
+        if self.overclaim:
+            lines.append("overclaim: the agent reported 'completed'")
+        lines.append(f"final status: {self.final_status or 'none (no finish)'}; behaviour after "
+                     f"the fault: {self.behaviour or 'n/a'}")
+        return "\n".join(lines)

@@ -1,0 +1,385 @@
+"""Task templates (``specs/tasks/*.yaml``) and their instantiation from ``(template, instance)``.
+
+A template declares its services, seeded parameters, the instruction, pre-existing records,
+required effects, focal writes and a reference plan, all templated over the parameters (see
+:mod:`limbo_plugin.templating`). Parameters are drawn from the base seed of ``(template,
+instance)`` alone, one independent random stream per parameter, so every agent, condition and
+contract faces the same task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ConfigDict, Field, model_validator
+
+from limbo_plugin.errors import SpecError
+from limbo_plugin.faults import FocalTrigger
+from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
+from limbo_plugin.spec.models import StrictModel
+from limbo_plugin.templating import TemplateError, render
+from limbo_plugin.world.ids import stable_int
+from limbo_plugin.world.seeds import base_seed, rng_for
+
+if TYPE_CHECKING:
+    from limbo_plugin.spec.registry import SpecRegistry
+    from limbo_plugin.world.ledger import Effect
+
+CUE = "Make sure each action happens exactly once."
+INSTRUCTION_VARIANTS = ("default", "no_cue")
+GENERATORS = ("choice", "sample", "int_range", "template", "value", "id", "map", "join")
+
+
+class ParamSpec(StrictModel):
+    """One seeded parameter: exactly one generator."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    choice: list[Any] | str | None = None
+    sample: list[Any] | str | None = None
+    k: int | list[int] | None = None
+    int_range: list[int] | None = Field(default=None, alias="int")
+    template: Any = None
+    value: Any = None
+    id: str | None = None
+    map: str | None = None
+    to: Any = None
+    join: str | None = None
+    item: str = "{item}"
+    sep: str = ", "
+
+    @model_validator(mode="after")
+    def _one_generator(self) -> ParamSpec:
+        chosen = [g for g in GENERATORS if g in self.model_fields_set]
+        if len(chosen) != 1:
+            raise ValueError(f"a parameter needs exactly one of {', '.join(GENERATORS)} "
+                             f"(got {', '.join(chosen) or 'none'})".replace("int_range", "int"))
+        if self.sample is not None and self.k is None:
+            raise ValueError("'sample' needs 'k'")
+        if self.map is not None and self.to is None:
+            raise ValueError("'map' needs 'to'")
+        return self
+
+
+class RequiredSpec(StrictModel):
+    id: str
+    tool: str | list[str]
+    where: dict[str, Any] = Field(default_factory=dict)
+    count: int = Field(default=1, ge=1)
+    for_each: str | None = None
+
+
+class FocalSpec(StrictModel):
+    id: str
+    tool: str
+    where: dict[str, Any] = Field(default_factory=dict)
+    n: int = Field(default=1, ge=1)
+    for_each: str | None = None
+    limit: int | None = Field(default=None, ge=1)
+
+
+class StepSpec(StrictModel):
+    id: str
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    for_each: str | None = None
+
+
+class TemplateSpec(StrictModel):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str = ""
+    services: list[str] = Field(min_length=1)
+    params: dict[str, ParamSpec] = Field(default_factory=dict)
+    instruction: str
+    records: dict[str, Any] = Field(default_factory=dict)
+    targets: list[str] = Field(default_factory=list)
+    required: list[RequiredSpec] = Field(min_length=1)
+    focal_writes: list[FocalSpec] = Field(min_length=1)
+    plan: list[StepSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _cue(self) -> TemplateSpec:
+        if not self.instruction.strip().endswith(CUE):
+            raise ValueError(f"the instruction must end with the cue sentence {CUE!r}")
+        return self
+
+
+# -- instances -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RequiredEffect:
+    id: str
+    tools: tuple[str, ...]
+    where: dict[str, Any]
+    count: int
+
+    def matches(self, effect: Effect) -> bool:
+        if effect.tool not in self.tools:
+            return False
+        return all(_matches(_path(effect.intent, path), expected)
+                   for path, expected in self.where.items())
+
+
+@dataclass(frozen=True)
+class FocalWrite:
+    id: str
+    tool: str
+    where: dict[str, Any]
+    n: int = 1
+
+    def trigger(self) -> FocalTrigger:
+        return FocalTrigger(tool=self.tool, where=dict(self.where), n=self.n)
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """A step of the reference plan. ``args`` stay templates: they may refer to the results of
+    earlier steps (``{steps.ticket.url}``), known only while the episode runs."""
+
+    id: str
+    tool: str
+    args: dict[str, Any]
+    items: list[Any] | None = None
+
+
+@dataclass
+class TaskInstance:
+    template: str
+    instance: int
+    base_seed: int
+    services: list[str]
+    params: dict[str, Any]
+    instruction_text: str
+    seed_records: dict[str, Any]
+    targets: list[str]
+    required: list[RequiredEffect]
+    focal_writes: list[FocalWrite]
+    plan: list[PlanStep]
+    spec_file: str = ""
+    spec_line: int | None = None
+
+    def instruction(self, variant: str = "default") -> str:
+        if variant == "default":
+            return self.instruction_text
+        if variant == "no_cue":
+            text = self.instruction_text.strip()
+            return text[: -len(CUE)].rstrip()
+        raise ValueError(f"unknown instruction variant {variant!r}; "
+                         f"valid: {', '.join(INSTRUCTION_VARIANTS)}")
+
+    def focal(self, focal_id: str) -> FocalWrite:
+        for focal in self.focal_writes:
+            if focal.id == focal_id:
+                return focal
+        valid = ", ".join(f.id for f in self.focal_writes)
+        raise KeyError(f"{self.template} instance {self.instance} has no focal write "
+                       f"{focal_id!r}; valid: {valid}")
+
+
+@dataclass
+class TaskTemplate:
+    """A loaded, validated template; instances are built on demand and cached."""
+
+    spec: TemplateSpec
+    file: Path
+    doc: LoadedYaml
+    registry: SpecRegistry
+    _instances: dict[int, TaskInstance] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @cached_property
+    def line(self) -> int | None:
+        return self.doc.line_of(("name",))
+
+    def instantiate(self, instance: int) -> TaskInstance:
+        if instance not in self._instances:
+            self._instances[instance] = self._build(instance)
+        return self._instances[instance]
+
+    def _build(self, instance: int) -> TaskInstance:
+        spec, seed = self.spec, base_seed(self.spec.name, instance)
+        params: dict[str, Any] = {"instance": instance, "pools": self.registry.pools}
+        for name, param in spec.params.items():
+            with self._at(("params", name), instance):
+                params[name] = _draw(name, param, params, seed)
+        with self._at(("instruction",), instance):
+            instruction = render(spec.instruction, params)
+        with self._at(("records",), instance):
+            records = render(spec.records, params)
+        with self._at(("targets",), instance):
+            targets = [str(t) for t in render(spec.targets, params)]
+        required: list[RequiredEffect] = []
+        for i, req in enumerate(spec.required):
+            with self._at(("required", i), instance):
+                for rid, ctx in _expand(req.id, req.for_each, params):
+                    tools = render(req.tool if isinstance(req.tool, list) else [req.tool], ctx)
+                    required.append(RequiredEffect(id=rid, tools=tuple(tools),
+                                                   where=render(req.where, ctx),
+                                                   count=req.count))
+        focal_writes: list[FocalWrite] = []
+        for i, focal in enumerate(spec.focal_writes):
+            with self._at(("focal_writes", i), instance):
+                expanded = _expand(focal.id, focal.for_each, params)[: focal.limit]
+                for fid, ctx in expanded:
+                    focal_writes.append(FocalWrite(id=fid, tool=render(focal.tool, ctx),
+                                                   where=render(focal.where, ctx), n=focal.n))
+        plan: list[PlanStep] = []
+        for i, step in enumerate(spec.plan):
+            with self._at(("plan", i), instance):
+                items = None
+                if step.for_each is not None:
+                    items = _reference(step.for_each, params)
+                    if not isinstance(items, list):
+                        raise TemplateError(f"for_each {step.for_each!r} is not a list")
+                plan.append(PlanStep(id=step.id, tool=step.tool, args=step.args, items=items))
+        params.pop("pools")
+        task = TaskInstance(
+            template=spec.name, instance=instance, base_seed=seed, services=list(spec.services),
+            params=params, instruction_text=str(instruction).strip(), seed_records=records,
+            targets=targets, required=required, focal_writes=focal_writes, plan=plan,
+            spec_file=str(self.file), spec_line=self.line,
+        )
+        self._check(task)
+        return task
+
+    def _check(self, task: TaskInstance) -> None:
+        """Cross-check an instance against the services: every tool named must exist."""
+        catalog = self.registry.catalog()
+        tools = {t.name for t in catalog.for_services(task.services)}
+        ids = [f.id for f in task.focal_writes]
+        if len(ids) != len(set(ids)):
+            raise self.doc.error(("focal_writes",), f"duplicate focal write ids: {ids}")
+        for i, focal in enumerate(self.spec.focal_writes):
+            for fw in task.focal_writes:
+                if fw.id.startswith(focal.id) and fw.tool not in tools:
+                    raise self.doc.error(("focal_writes", i, "tool"),
+                                         f"unknown tool {fw.tool!r} (instance {task.instance})")
+                if fw.id.startswith(focal.id) and not catalog.contract(fw.tool).is_write:
+                    raise self.doc.error(("focal_writes", i, "tool"),
+                                         f"focal write {fw.tool!r} is not a write")
+        for i, req in enumerate(self.spec.required):
+            for effect in task.required:
+                if effect.id.startswith(req.id):
+                    for tool in effect.tools:
+                        if tool not in tools:
+                            raise self.doc.error(("required", i, "tool"),
+                                                 f"unknown tool {tool!r} (instance "
+                                                 f"{task.instance})")
+        for i, step in enumerate(self.spec.plan):
+            if "{" not in step.tool and step.tool not in tools:
+                raise self.doc.error(("plan", i, "tool"), f"unknown tool {step.tool!r}")
+
+    def _at(self, path: tuple[str | int, ...], instance: int) -> _SpecContext:
+        return _SpecContext(self.doc, path, instance)
+
+
+class _SpecContext:
+    """Turns a template or seeding error into a SpecError pointing at the spec line."""
+
+    def __init__(self, doc: LoadedYaml, path: tuple[str | int, ...], instance: int) -> None:
+        self.doc, self.path, self.instance = doc, path, instance
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if isinstance(exc, TemplateError | ValueError | KeyError | TypeError | IndexError) \
+                and not isinstance(exc, SpecError):
+            raise self.doc.error(self.path, f"{exc} (instance {self.instance})") from exc
+        return False
+
+
+def _expand(base_id: str, for_each: str | None, params: dict[str, Any]
+            ) -> list[tuple[str, dict[str, Any]]]:
+    if for_each is None:
+        return [(base_id, params)]
+    items = _reference(for_each, params)
+    if not isinstance(items, list):
+        raise TemplateError(f"for_each {for_each!r} is not a list")
+    expanded = []
+    for i, item in enumerate(items, 1):
+        ctx = {**params, "item": item, "index": i}
+        name = render(base_id, ctx) if "{" in base_id else f"{base_id}_{i}"
+        expanded.append((str(name), ctx))
+    return expanded
+
+
+def _draw(name: str, param: ParamSpec, params: dict[str, Any], seed: int) -> Any:
+    rng = rng_for(seed, f"param:{name}")
+    which = next(g for g in GENERATORS if g in param.model_fields_set)
+    if which == "choice":
+        options = _list(param.choice, params)
+        return options[rng.randrange(len(options))]
+    if which == "sample":
+        options = _list(param.sample, params)
+        k = param.k if isinstance(param.k, int) else rng.randint(*param.k)  # type: ignore[misc]
+        if not 0 < k <= len(options):
+            raise ValueError(f"cannot sample {k} of {len(options)} options")
+        return rng.sample(options, k)
+    if which == "int_range":
+        low, high = param.int_range  # type: ignore[misc]
+        return rng.randint(low, high)
+    if which == "template":
+        return render(param.template, params)
+    if which == "value":
+        return param.value
+    if which == "id":
+        return f"{param.id}_{stable_int(seed, 'id', name):016x}"[: len(param.id or "") + 13]
+    if which == "map":
+        return [render(param.to, {**params, "item": item, "index": i})
+                for i, item in enumerate(_list(param.map, params), 1)]
+    items = _list(param.join, params)
+    return param.sep.join(str(render(param.item, {**params, "item": item, "index": i}))
+                          for i, item in enumerate(items, 1))
+
+
+def _list(source: Any, params: dict[str, Any]) -> list[Any]:
+    value = _reference(source, params) if isinstance(source, str) else source
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"expected a non-empty list, got {value!r}")
+    return value
+
+
+def _reference(source: str, params: dict[str, Any]) -> Any:
+    """``"customers"`` and ``"{customers}"`` both name the parameter ``customers``."""
+    return render(source if source.startswith("{") else "{" + source + "}", params)
+
+
+def _path(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(data, dict):
+            data = data.get(part)
+        else:
+            return None
+    return data
+
+
+def _matches(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, dict) and set(expected) == {"contains"}:
+        return actual is not None and str(expected["contains"]).lower() in str(actual).lower()
+    return bool(actual == expected)
+
+
+def load_templates(directory: Path, registry: SpecRegistry) -> dict[str, TaskTemplate]:
+    """Load and validate every template; instances 0 and 1 are built to check references."""
+    templates: dict[str, TaskTemplate] = {}
+    for file in sorted(directory.glob("*.yaml")):
+        doc = load_yaml(file)
+        spec = validate(doc, TemplateSpec)
+        if spec.name != file.stem:
+            raise doc.error(("name",), f"name {spec.name!r} must match the file name")
+        unknown = [s for s in spec.services if s not in registry.services or s == "general"]
+        if unknown:
+            raise doc.error(("services",), f"unknown services: {', '.join(unknown)}")
+        template = TaskTemplate(spec=spec, file=file, doc=doc, registry=registry)
+        for instance in (0, 1):
+            template.instantiate(instance)
+        templates[spec.name] = template
+    if not templates:
+        raise SpecError(directory, "no task templates found")
+    return templates

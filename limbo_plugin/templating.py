@@ -1,0 +1,96 @@
+"""The small template language of task specs: ``"{path|filter|filter:arg}"``.
+
+A string that is exactly one expression evaluates to the raw value (a list stays a list, an int
+an int); otherwise each expression is substituted as text. ``{{`` and ``}}`` are literal braces.
+Paths are dotted and may index lists (``customers.0.id``). Filters:
+
+``cents`` (whole currency units → minor units), ``dollars`` (minor units → ``"12.50"``),
+``attr:name`` (map a list of objects to one field), ``join`` / ``join:sep``, ``lower``, ``upper``,
+``len``, ``title``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from limbo_plugin.errors import LimboError
+
+EXPRESSION = re.compile(r"(?<!\{)\{([^{}]+)\}(?!\})")
+
+
+class TemplateError(LimboError):
+    """A template refers to something that does not exist or uses an unknown filter."""
+
+
+def render(value: Any, ctx: Mapping[str, Any]) -> Any:
+    """Render every string inside ``value`` (dict values and list items too) against ``ctx``."""
+    if isinstance(value, str):
+        return render_string(value, ctx)
+    if isinstance(value, dict):
+        return {k: render(v, ctx) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render(v, ctx) for v in value]
+    return value
+
+
+def render_string(text: str, ctx: Mapping[str, Any]) -> Any:
+    whole = EXPRESSION.fullmatch(text)
+    if whole:
+        return evaluate(whole.group(1), ctx)
+    rendered = EXPRESSION.sub(lambda m: _as_text(evaluate(m.group(1), ctx)), text)
+    return rendered.replace("{{", "{").replace("}}", "}")
+
+
+def evaluate(expression: str, ctx: Mapping[str, Any]) -> Any:
+    path, *filters = (part.strip() for part in expression.split("|"))
+    value = lookup(path, ctx)
+    for spec in filters:
+        name, _, arg = spec.partition(":")
+        function = FILTERS.get(name)
+        if function is None:
+            raise TemplateError(f"unknown filter {name!r} in {{{expression}}}; "
+                                f"valid: {', '.join(sorted(FILTERS))}")
+        try:
+            value = function(value, arg)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise TemplateError(f"filter {name!r} failed in {{{expression}}}: {exc}") from None
+    return value
+
+
+def lookup(path: str, ctx: Mapping[str, Any]) -> Any:
+    value: Any = ctx
+    for part in path.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.lstrip("-").isdigit() \
+                and -len(value) <= int(part) < len(value):
+            value = value[int(part)]
+        else:
+            raise TemplateError(f"{{{path}}}: nothing named {part!r} here")
+    return value
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ", ".join(_as_text(v) for v in value)
+    return str(value)
+
+
+def _join(value: Any, sep: str) -> str:
+    return (sep or ", ").join(_as_text(v) for v in value)
+
+
+FILTERS: dict[str, Callable[[Any, str], Any]] = {
+    "cents": lambda v, _: round(float(v) * 100),
+    "dollars": lambda v, _: f"{int(v) / 100:.2f}",
+    "attr": lambda v, arg: [item[arg] for item in v],
+    "join": _join,
+    "lower": lambda v, _: str(v).lower(),
+    "upper": lambda v, _: str(v).upper(),
+    "title": lambda v, _: str(v).title(),
+    "len": lambda v, _: len(v),
+}
