@@ -147,6 +147,8 @@ class _PlanRunner:
         present = [hit["id"] for hit in found if hit is not None]
         if not missing:
             return {"ids": present, "inserted": len(present)}
+        if contract.key_param and args.get(contract.key_param):
+            return _RESEND  # the service resumes a keyed batch where it stopped
         rest = self._send(f"{label} (missing rows)", definition, {**args, batch: missing})
         return {"ids": present + list((rest or {}).get("ids", [])),
                 "inserted": len(present) + len(missing)}

@@ -116,20 +116,24 @@ class DatabaseService(Service):
         return {"table": table.name, "id": row_id}
 
     def do_db_upsert(self, args: Args, ex: Execution) -> Body:
+        """Insert or update; the answer is the resulting row either way, so a repeated upsert
+        looks the same whether or not an earlier attempt had already applied it."""
         self.check_db_upsert(args)
         table = self._table(args["table"])
         key, values = args["key"], args["values"]
         for row_id, row in table.rows.all_current():
             if all(row.get(k) == v for k, v in key.items()):
-                if all(row.get(k) == v for k, v in values.items()):
-                    return {"table": table.name, "id": row_id, "result": "unchanged"}
-                table.rows.put(row_id, {**row, **values}, ex.t)
-                self.commit("db_upsert", args, ex, [row_id], kind="update", targets=[row_id])
-                return {"table": table.name, "id": row_id, "result": "updated"}
+                if any(row.get(k) != v for k, v in values.items()):
+                    row = {**row, **values}
+                    table.rows.put(row_id, row, ex.t)
+                    self.commit("db_upsert", args, ex, [row_id], kind="update",
+                                targets=[row_id])
+                return {"table": table.name, "id": row_id, "row": row, "result": "upserted"}
         row_id = self.new_id("row", ex)
-        table.rows.put(row_id, {"id": row_id, **key, **values}, ex.t)
+        row = {"id": row_id, **key, **values}
+        table.rows.put(row_id, row, ex.t)
         self.commit("db_upsert", args, ex, [row_id])
-        return {"table": table.name, "id": row_id, "result": "inserted"}
+        return {"table": table.name, "id": row_id, "row": row, "result": "upserted"}
 
     def do_db_delete_rows(self, args: Args, ex: Execution) -> Body:
         self.check_db_delete_rows(args)

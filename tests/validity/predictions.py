@@ -1,0 +1,38 @@
+"""What the paper's propositions predict for each scripted reference policy.
+
+A prediction is derived from the focal write's effective contract (does it accept a key, is it
+idempotent, does it have a read-back) and the fault mode's hidden outcome, never from running
+anything, so the validity tests compare two independent sources.
+"""
+
+from __future__ import annotations
+
+from limbo_plugin.contracts import ToolDefinition
+
+COMMITTED = {"timeout_post", "http500_post", "partial_batch", "timeout_late",
+             "timeout_late_tail", "redelivery"}
+LATE = {"timeout_late", "timeout_late_tail"}
+IDEMPOTENT = {"idempotent", "naturally_idempotent"}
+KEY_SENDERS = {"verify_first", "same_key"}
+
+
+def predicted_duplicate(policy: str, mode: str, focal: ToolDefinition) -> bool:
+    """Whether ``policy`` duplicates the focal write in a world of ``mode``."""
+    contract = focal.contract
+    if contract.idempotency in IDEMPOTENT or mode not in COMMITTED:
+        return False
+    keyed = policy in KEY_SENDERS and focal.accepts_key
+    if keyed:
+        return False  # Proposition 2: one key per intent is exactly-once in all states
+    if policy == "blind_retry":
+        return True  # re-issues on every committed world (redelivery needs no error at all)
+    if policy == "escalate_first":
+        return mode == "redelivery"  # the operator resolves every error, but sees none here
+    # verify_first, and same_key on a write without key support (its fallback):
+    if mode == "redelivery":
+        return True
+    if mode in LATE:
+        # Proposition 1: the read-back precedes the in-flight commit. A write with no read-back
+        # is escalated instead, and the truthful operator reports the request as in flight.
+        return contract.read_back is not None
+    return False  # lost ack, misleading 500, partial batch: the read-back resolves them

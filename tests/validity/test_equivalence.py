@@ -1,0 +1,90 @@
+"""Observation-equivalent worlds give the agent byte-identical observations.
+
+Within group T (timeout_pre/post/late/late_tail) and group E (http500_pre/post/partial_batch),
+the agent's observations must not depend on the hidden outcome until it makes a call that can see
+the effect: a read of the focal write's service, an escalation, a keyed re-issue (a key replay
+reveals the original) or the re-issue of a naturally idempotent write (a second refund returns
+the first). Up to that call every response is byte-identical and the clock
+agrees.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from limbo_plugin.episode import run_episode
+from limbo_plugin.experiments import iter_worlds
+from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
+
+GROUPS = {
+    "T": ("timeout_pre", "timeout_post", "timeout_late", "timeout_late_tail"),
+    "E": ("http500_pre", "http500_post", "partial_batch"),
+}
+POLICIES = ("blind_retry", "verify_first", "same_key", "escalate_first")
+
+
+def observations(record: EpisodeRecord, registry: SpecRegistry) -> list[tuple[object, ...]]:
+    """The agent's observations up to (excluding) the first call that can see the effect."""
+    catalog = registry.catalog(record.contract)
+    focal = catalog.get(record.focal_tool or "")
+    assert focal is not None
+    reads = {t.name for t in catalog.tools.values() if t.service == focal.service
+             and not t.is_write}
+    seen: list[tuple[object, ...]] = []
+    fault_seen = False
+    for entry in record.trace:
+        if entry.origin != "agent":
+            continue
+        if fault_seen:
+            keyed = isinstance(entry.arguments, dict) and bool(
+                focal.contract.key_param and entry.arguments.get(focal.contract.key_param))
+            idempotent = focal.contract.idempotency == "naturally_idempotent"
+            if entry.tool in reads or entry.tool == "escalate_to_human" or (
+                    entry.tool == focal.name and (keyed or idempotent)):
+                break
+        fault_seen = fault_seen or (entry.tool == focal.name and entry.is_error)
+        seen.append((entry.tool, entry.arguments, entry.response, entry.t_start, entry.t_end))
+    return seen
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("group", sorted(GROUPS))
+def test_group_members_are_indistinguishable(registry: SpecRegistry, group: str,
+                                             policy: str) -> None:
+    modes = GROUPS[group]
+    keys = [k for k in iter_worlds(registry, sorted(registry.templates), [0], "all",
+                                   [modes[0]])]
+    assert keys
+    checked = 0
+    for base in keys:
+        reference = None
+        for mode in modes:
+            key = EpisodeKey(**{**base.model_dump(), "fault_mode": mode})
+            if mode == "partial_batch" and not registry.catalog().contract(
+                    registry.template(key.template).instantiate(0).focal(
+                        key.focal_write).tool).batch_field:
+                continue
+            record = run_episode(key, RunConfig(agent=f"scripted:{policy}"), registry=registry)
+            assert record.fired, key.id
+            seen = observations(record, registry)
+            if reference is None:
+                reference = (mode, seen)
+                continue
+            length = min(len(seen), len(reference[1]))
+            assert length > 0
+            assert seen[:length] == reference[1][:length], (
+                f"{key.id} differs from {reference[0]} before the effect is visible")
+            checked += 1
+    assert checked >= len(keys)
+
+
+def test_hidden_outcomes_really_differ(registry: SpecRegistry) -> None:
+    """The pairs are not trivially equal: the ledgers of pre and post worlds differ."""
+    base = dict(template="incident_open", instance=0, focal_write="ticket")
+    pre = run_episode(EpisodeKey(**base, fault_mode="timeout_pre"),
+                      RunConfig(agent="scripted:blind_retry"), registry=registry)
+    post = run_episode(EpisodeKey(**base, fault_mode="timeout_post"),
+                       RunConfig(agent="scripted:blind_retry"), registry=registry)
+    assert len(post.ledger) == len(pre.ledger) + 1
+    assert [e.response for e in pre.trace] == [e.response for e in post.trace][: len(pre.trace)]
