@@ -10,9 +10,12 @@ validity suite checks:
 - ``same_key``: one key per intent on every keyable write, re-issued with that key until
   acknowledged; falls back to ``verify_first`` on writes without key support.
 - ``escalate_first``: escalate on any ambiguous error and follow the operator; sends no keys.
+- ``no_retry``: the twin of ``blind_retry`` that never re-issues by itself: on an ambiguous error
+  it notes the operation as uncertain and moves on (the baseline that isolates what a
+  transparent retry layer below the agent does, e.g. ``sdk_retry``).
 
-All four wait out ``retry_after_s`` and re-send after an explicit 429/503/outage refusal, and read
-a drifted (versioned) success body as the success it is.
+All of them wait out ``retry_after_s`` and re-send after an explicit 429/503/outage refusal, and
+read a drifted (versioned) success body as the success it is.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from limbo_plugin.readback import queries, unwrap
 from limbo_plugin.templating import TemplateError, render
 from limbo_plugin.toolapi import ToolResult, canonical_json
 
-POLICIES = ("blind_retry", "verify_first", "same_key", "escalate_first")
+POLICIES = ("blind_retry", "verify_first", "same_key", "escalate_first", "no_retry")
 MAX_RESENDS = 8
 MAX_ESCALATIONS = 10
 DEFAULT_BACKOFF_S = 30
@@ -122,6 +125,9 @@ class _PlanRunner:
         """After an ambiguous error: a result, or ``_RESEND`` to send the request again."""
         if self.policy == "blind_retry":
             return _RESEND
+        if self.policy == "no_retry":
+            self.uncertain.append(f"{label}: {definition.name} outcome unknown (not retried)")
+            return None
         if self.policy == "escalate_first":
             return self._escalate(label, definition, args)
         if self.policy == "same_key" and self._uses_keys(definition):

@@ -1,13 +1,22 @@
-"""What middleware conditions are given: the contracts, a clock to sleep on, a way to call."""
+"""What middleware conditions are given, and the base every middleware builds on.
+
+A middleware sits where a framework's tool-execution layer sits: between the agent and the
+service. It may read the tool contracts and let simulated time pass; it may not read the world.
+:class:`HarnessEnv` enforces that structurally: it keeps only the clock of the world it is built
+from, so a middleware holding an env can sleep and tell the time but cannot reach the ledger, the
+request log or the key store. Only the oracle conditions are handed ``ground_truth``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import InitVar, dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from limbo_plugin.contracts import ToolDefinition
+from limbo_plugin.contracts import GENERAL_TOOLS, ToolDefinition
+from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult
 
 if TYPE_CHECKING:
+    from limbo_plugin.world.clock import VirtualClock
     from limbo_plugin.world.world import World
 
 
@@ -15,19 +24,83 @@ if TYPE_CHECKING:
 class HarnessEnv:
     """The harness's view of an episode.
 
-    ``tools`` carry the contracts; ``sleep`` lets simulated time pass (backoff, deferred
-    verification). ``ground_truth`` is the world itself and is set only for the oracle
-    conditions, which are reference points that may read what no real client can.
+    ``tools`` carry the effective contracts; :meth:`sleep` and :meth:`sleep_until` let simulated
+    time pass (backoff, deferred verification); :attr:`now` tells the time. ``world`` is taken
+    only for its clock and is not kept. ``ground_truth`` is the world itself and is set only for
+    the oracle conditions, which are reference points that may read what no real client can.
     """
 
     tools: dict[str, ToolDefinition]
-    world: World
+    world: InitVar[World]
     ground_truth: World | None = None
+    _clock: VirtualClock = field(init=False, repr=False)
+
+    def __post_init__(self, world: World) -> None:
+        self._clock = world.clock
 
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
-            self.world.clock.advance(seconds)
+            self._clock.advance(seconds)
+
+    def sleep_until(self, t: float) -> None:
+        """Let time pass until ``t`` (no-op if it has passed); events due at ``t`` fire."""
+        if t > self._clock.now:
+            self._clock.advance_to(t)
 
     @property
     def now(self) -> float:
-        return self.world.clock.now
+        return self._clock.now
+
+
+class Middleware:
+    """A condition that wraps an inner :class:`ToolCaller` and is one itself.
+
+    Subclasses implement :meth:`call`. Calls a middleware makes on the agent's behalf go through
+    :meth:`harness_call` with ``origin="harness"``, so the trace shows them as the harness's and
+    the recovery-behaviour coder, which reads only the agent's own calls, is not misled. A call
+    the middleware merely forwards (possibly rewritten, e.g. with a key attached) stays the
+    agent's: it is the agent's request, one for one.
+
+    :attr:`harness_seconds` is the simulated time this middleware and every middleware inside it
+    spent on their own (sleeps and own calls); the episode runner reads it from the outermost one.
+    """
+
+    def __init__(self, inner: ToolCaller, env: HarnessEnv) -> None:
+        self.inner = inner
+        self.env = env
+        self._own_seconds = 0.0
+
+    def call(self, call: ToolCall) -> ToolResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def harness_seconds(self) -> float:
+        return self._own_seconds + float(getattr(self.inner, "harness_seconds", 0.0))
+
+    def harness_call(self, name: str, arguments: Any) -> ToolResult:
+        """Call ``name`` as the harness (traced with origin ``harness``), timing it."""
+        start = self.env.now
+        result = self.inner.call(ToolCall(name=name, arguments=arguments, origin="harness"))
+        self._own_seconds += self.env.now - start
+        return result
+
+    def resend(self, call: ToolCall) -> ToolResult:
+        """Send the agent's ``call`` again, as the harness (a transparent retry)."""
+        return self.harness_call(str(call.name), call.arguments)
+
+    def pause(self, seconds: float) -> None:
+        start = self.env.now
+        self.env.sleep(seconds)
+        self._own_seconds += self.env.now - start
+
+    def pause_until(self, t: float) -> None:
+        start = self.env.now
+        self.env.sleep_until(t)
+        self._own_seconds += self.env.now - start
+
+    def definition(self, call: ToolCall) -> ToolDefinition | None:
+        """The contract of a service tool ``call`` names (``None`` for general or unknown tools)."""
+        name = call.name
+        if not isinstance(name, str) or name in GENERAL_TOOLS:
+            return None
+        return self.env.tools.get(name)

@@ -1,0 +1,28 @@
+"""``wait_<Δ>``: verify-before-retry that assumes in-flight requests complete within Δ seconds.
+
+A late commit is invisible to any read-back while it is in flight. If the service documents a
+bound Δ on in-flight processing, deferring the read-back until Δ seconds plus the read path's
+documented lag after the original request was sent makes verification exact for every delay
+δ ≤ Δ (SPEC §6.2, paper §6.3); the price is the wait. Everything else is plain ``vbr``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from limbo_plugin.conditions.base import HarnessEnv
+from limbo_plugin.conditions.vbr import ReadBackVerifier, VerifyBeforeRetry
+from limbo_plugin.toolapi import ToolCaller
+
+WAIT_PATTERN = re.compile(r"^wait_(0|[1-9][0-9]*)$")
+
+
+def wait_bound(name: str) -> int | None:
+    """Δ in seconds for a condition named ``wait_<Δ>``, or ``None`` for any other name."""
+    match = WAIT_PATTERN.match(name)
+    return int(match.group(1)) if match else None
+
+
+def wait_then_verify(inner: ToolCaller, env: HarnessEnv, bound_s: float) -> VerifyBeforeRetry:
+    return VerifyBeforeRetry(inner, env, ReadBackVerifier(env, bound_s=bound_s,
+                                                          include_lag=True))
