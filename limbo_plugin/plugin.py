@@ -1,1 +1,506 @@
-"""pytest plugin wiring (entry point ``pytest11``): options, collection, reporting."""
+"""pytest plugin (entry point ``pytest11``): options, collection, reporting. Wiring only.
+
+A bare ``pytest`` collects the experiment named by ``--experiment`` (default ``default``) from
+``specs/experiments/`` into one item per episode; ``pytest tests`` runs the project's own suite.
+Under pytest-xdist each worker runs its items and puts each record in ``user_properties``; the
+controller alone appends records to the JSONL file, aggregates, prints the summary and applies
+the gate.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from limbo_plugin.errors import LimboError, SpecError, UsageError
+from limbo_plugin.records import EpisodeRecord, RunConfig
+
+RECORD_PROPERTY = "limbo_record"
+FAMILY_MARKERS = {
+    "not_executed": "the request never executed (timeout_pre, http500_pre)",
+    "lost_ack": "the request committed; the acknowledgement was lost (timeout_post)",
+    "misleading_500": "the request committed and the service answered 500",
+    "partial_batch": "a non-atomic batch half-applied",
+    "late_commit": "the timed-out request is still in flight and commits later",
+    "redelivery": "the transport delivered the request twice",
+    "explicit": "an explicit, non-ambiguous fault (429, 503, outage, schema drift)",
+    "none": "no fault",
+    "resolvable": "a fault that an immediate read-back resolves",
+    "unresolvable": "a fault that no read-back can resolve",
+}
+OPTIONS: dict[str, tuple[str, str]] = {
+    # dest: (flag, help); every one can also be set in pytest.ini as limbo_<dest>
+    "agent": ("--agent", "agent to evaluate: scripted:<policy>, litellm:<model> "
+              "(default scripted:verify_first)"),
+    "contract": ("--contract", "contract variant: native or keys_everywhere"),
+    "docs": ("--docs", "documentation variant: default, no_consistency_docs, explicit"),
+    "instruction": ("--instruction", "instruction variant: default or no_cue"),
+    "condition": ("--condition", "recovery condition (vanilla, aware, reflect, sdk_retry, …)"),
+    "operator": ("--operator", "operator variant: truthful or unresponsive"),
+    "experiment": ("--experiment", "experiment spec under specs/experiments/ (default: default)"),
+    "limbo_records": ("--limbo-records", "JSONL file of episode records "
+                      "(default reports/episodes.jsonl)"),
+    "limbo_gate": ("--limbo-gate", "gate spec (e.g. specs/gates/release.yaml): its verdict "
+                   "decides the exit status"),
+    "limbo_baseline": ("--limbo-baseline", "records of a previous run to compare with "
+                       "(exact McNemar on paired episodes)"),
+    "limbo_specs": ("--limbo-specs", "the specs directory (default: <rootdir>/specs)"),
+    "limbo_cassette": ("--limbo-cassette", "directory recording/replaying model responses"),
+    "limbo_cassette_mode": ("--limbo-cassette-mode", "record, replay or auto (default auto)"),
+    "limbo_cost_limit": ("--limbo-cost-limit", "stop starting episodes once this many USD "
+                         "of model cost are recorded"),
+    "limbo_provider_retries": ("--limbo-provider-retries", "attempts per model call on "
+                               "provider errors (default 8)"),
+    "limbo_provider_backoff": ("--limbo-provider-backoff", "base of the exponential backoff "
+                               "in seconds (default 1.0)"),
+}
+DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl",
+            "limbo_cassette_mode": "auto", "limbo_provider_retries": "8",
+            "limbo_provider_backoff": "1.0"}
+STATE = pytest.StashKey["LimboState"]()
+
+
+# -- options -------------------------------------------------------------------------------------
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("limbo", "Limbo: duplicate side effects of tool-using agents")
+    for dest, (flag, help_text) in OPTIONS.items():
+        group.addoption(flag, dest=f"limbo_opt_{dest}", default=None, help=help_text)
+        parser.addini(f"limbo_{dest}" if not dest.startswith("limbo_") else dest,
+                      help_text, default=None)
+    group.addoption("--model-option", dest="limbo_model_options", action="append", default=[],
+                    metavar="KEY=VALUE",
+                    help="option passed to the model (temperature=0, api_base=…); repeatable")
+    group.addoption("--limbo-resume", dest="limbo_resume", action="store_true", default=False,
+                    help="skip episodes already recorded with the same configuration")
+    parser.addini("limbo_resume", "resume by default", type="bool", default=False)
+
+
+def option(config: pytest.Config, dest: str) -> str | None:
+    """Command line, then pytest.ini (``limbo_<name>``), then the built-in default."""
+    value = config.getoption(f"limbo_opt_{dest}", default=None)
+    if value is None:
+        ini = config.getini(f"limbo_{dest}" if not dest.startswith("limbo_") else dest)
+        value = ini or None
+    if value is None:
+        value = DEFAULTS.get(dest)
+    return value
+
+
+def parse_model_options(values: list[str]) -> dict[str, Any]:
+    parsed: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--model-option expects KEY=VALUE, got {item!r}")
+        try:
+            parsed[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            parsed[key.strip()] = raw
+    return parsed
+
+
+class LimboState:
+    """Per-session state: the resolved options and, on the controller, the collected records."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from limbo_plugin.spec.registry import default_specs_dir
+
+        self.config = config
+        root = Path(str(config.rootpath))
+        specs = option(config, "limbo_specs")
+        candidate = root / "specs"
+        self.specs_dir = Path(specs).resolve() if specs else (
+            candidate if (candidate / "services").is_dir() else default_specs_dir())
+        self.experiment = option(config, "experiment") or "default"
+        self.records_path = _resolve(root, option(config, "limbo_records") or "")
+        gate = option(config, "limbo_gate")
+        baseline = option(config, "limbo_baseline")
+        self.gate_path = _resolve(root, gate) if gate else None
+        self.baseline_path = _resolve(root, baseline) if baseline else None
+        self.resume = bool(config.getoption("limbo_resume") or config.getini("limbo_resume"))
+        self.is_worker = hasattr(config, "workerinput")
+        self.overrides = {name: option(config, name) for name in
+                          ("agent", "contract", "docs", "instruction", "condition", "operator")}
+        self.defaults = RunConfig(**{k: v for k, v in self.overrides.items() if v is not None})
+        self.model_options = parse_model_options(config.getoption("limbo_model_options") or [])
+        cost = option(config, "limbo_cost_limit")
+        self.cost_limit = _positive_float("--limbo-cost-limit", cost) if cost else None
+        self.agent_options = {
+            "model_options": self.model_options,
+            "cassette": option(config, "limbo_cassette"),
+            "cassette_mode": option(config, "limbo_cassette_mode"),
+            "provider_retries": int(_positive_float("--limbo-provider-retries",
+                                                    option(config, "limbo_provider_retries"))),
+            "provider_backoff_s": _positive_float("--limbo-provider-backoff",
+                                                  option(config, "limbo_provider_backoff"),
+                                                  allow_zero=True),
+        }
+        if self.agent_options["cassette_mode"] not in ("record", "replay", "auto"):
+            raise UsageError("--limbo-cassette-mode must be record, replay or auto")
+        self.done: set[tuple[str, str]] = set()
+        self.previous: dict[tuple[str, str], EpisodeRecord] = {}
+        self.records: dict[tuple[str, str], EpisodeRecord] = {}
+        self.cost_stopped = 0
+        self.writer: Any = None
+        self.cost_meter: Any = None
+        self.gate_result: Any = None
+        self.started = time.monotonic()
+        self.selected: set[tuple[str, str]] = set()
+        self.baseline: list[EpisodeRecord] = []
+
+    def validate(self) -> None:
+        from limbo_plugin.agents import validate_agent_spec
+        from limbo_plugin.conditions import validate_condition
+        from limbo_plugin.spec.registry import get_registry
+        from limbo_plugin.tasks import INSTRUCTION_VARIANTS
+        from limbo_plugin.world.operator import OPERATOR_VARIANTS
+
+        registry = get_registry(self.specs_dir)
+        checks = {
+            "contract": lambda v: registry.contract_variant(v),
+            "docs": lambda v: registry.docs_variant(v),
+            "condition": validate_condition,
+            "agent": validate_agent_spec,
+            "instruction": lambda v: _one_of("instruction variant", v, INSTRUCTION_VARIANTS),
+            "operator": lambda v: _one_of("operator variant", v, OPERATOR_VARIANTS),
+        }
+        for name, check in checks.items():
+            value = self.overrides.get(name)
+            if value is not None:
+                check(value)
+        from limbo_plugin.experiments import find_experiment
+
+        find_experiment(self.experiment, registry)
+
+
+def _one_of(kind: str, value: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise UsageError(f"unknown {kind} {value!r}; valid: {', '.join(valid)}")
+
+
+def _positive_float(name: str, raw: str | None, allow_zero: bool = False) -> float:
+    try:
+        value = float(raw or "")
+    except ValueError:
+        raise UsageError(f"{name} expects a number, got {raw!r}") from None
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+def _resolve(root: Path, path: str) -> Path:
+    candidate = Path(path)
+    return candidate if candidate.is_absolute() else root / candidate
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, description in FAMILY_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: Limbo episodes: {description}")
+    try:
+        state = LimboState(config)
+        state.validate()
+    except (UsageError, SpecError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[STATE] = state
+    from limbo_plugin.report.records import CostMeter, RecordWriter, read_records, rotate
+
+    if state.baseline_path is not None and not state.is_worker:
+        # Read before the record file is rotated: the baseline may be the file this run replaces.
+        state.baseline = read_records(state.baseline_path)
+    if state.resume:
+        for record in read_records(state.records_path):
+            if record.error is None:
+                key = (record.episode_id, record.config.fingerprint())
+                state.done.add(key)
+                state.previous[key] = record
+    elif not state.is_worker:
+        rotate(state.records_path)
+    if not state.is_worker:
+        state.writer = RecordWriter(state.records_path)
+        config.pluginmanager.register(LimboController(state), "limbo-controller")
+    if state.cost_limit is not None:
+        state.cost_meter = CostMeter(state.records_path)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is not None and state.writer is not None:
+        state.writer.close()
+
+
+# -- collection ----------------------------------------------------------------------------------
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    config = parent.config
+    state = config.stash.get(STATE, None)
+    if state is None or file_path.suffix not in (".yaml", ".yml"):
+        return None
+    if file_path.parent.name != "experiments":
+        return None
+    named = any(Path(arg.split("::")[0]).resolve() == file_path.resolve()
+                for arg in config.args if arg.endswith((".yaml", ".yml")) or "::" in arg)
+    if not named and file_path.stem != state.experiment:
+        return None
+    return ExperimentFile.from_parent(parent, path=file_path)
+
+
+class ExperimentFile(pytest.File):
+    """One experiment spec: its items are its episodes."""
+
+    def collect(self) -> Any:
+        try:
+            yield from self._episodes()
+        except SpecError as exc:
+            # One bad spec is one failing item, not a dead session: the rest of the run goes on.
+            yield BrokenSpecItem.from_parent(self, name=f"spec-error[{Path(exc.file).name}]",
+                                             error=exc)
+
+    def _episodes(self) -> Any:
+        from limbo_plugin.episode import expected_failure
+        from limbo_plugin.experiments import load_experiment
+        from limbo_plugin.spec.registry import get_registry
+
+        state: LimboState = self.config.stash[STATE]
+        registry = get_registry(state.specs_dir)
+        experiment = load_experiment(self.path, registry)
+        episodes = experiment.episodes(registry, state.overrides, state.defaults)
+        many_agents = len({e.config.agent for e in episodes}) > 1
+        catalogs: dict[str, Any] = {}
+        for episode in episodes:
+            name = episode.id
+            if many_agents:
+                name += "-" + episode.config.agent.replace(":", "-").replace("/", "_")
+            item = EpisodeItem.from_parent(self, name=name, episode=episode,
+                                           model_options={**experiment.spec.model_options,
+                                                          **state.model_options})
+            contract = episode.config.contract
+            catalog = catalogs.setdefault(contract, registry.catalog(contract))
+            task = registry.template(episode.key.template).instantiate(episode.key.instance)
+            mode = registry.fault_mode(episode.key.fault_mode)
+            keywords = {episode.key.template, episode.key.fault_mode, mode.family, contract,
+                        episode.config.condition}
+            if episode.key.fault_mode != "none":
+                focal = catalog.get(task.focal(episode.key.focal_write).tool)
+                keywords |= {focal.name, focal.service}
+                reason = expected_failure(mode.name, focal)
+                if reason:
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=False,
+                                                      raises=EpisodeFailure))
+            else:
+                keywords |= set(task.services)
+            item.add_marker(getattr(pytest.mark, mode.family))
+            fault_class = _fault_class(registry, mode.family)
+            if fault_class:
+                item.add_marker(getattr(pytest.mark, fault_class))
+            item.extra_keyword_matches.update(keywords)
+            item.template_file = task.spec_file
+            item.template_line = task.spec_line
+            yield item
+
+
+class BrokenSpecItem(pytest.Item):
+    """Stands for a spec that failed to load; it errors with the file, line, path and problem."""
+
+    def __init__(self, *, error: SpecError, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def setup(self) -> None:
+        raise self.error
+
+    def runtest(self) -> None:  # pragma: no cover - setup always raises
+        raise self.error
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> Any:
+        if isinstance(excinfo.value, LimboError):
+            return f"Limbo could not load a spec:\n{excinfo.value}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path | str, int | None, str]:
+        line = None if self.error.line is None else self.error.line - 1
+        return Path(self.error.file), line, f"spec error in {Path(self.error.file).name}"
+
+
+def _fault_class(registry: Any, family: str) -> str | None:
+    catalog = registry.fault_catalog
+    if family in catalog.resolvable_families:
+        return "resolvable"
+    if family in catalog.unresolvable_families:
+        return "unresolvable"
+    return None
+
+
+class EpisodeFailure(Exception):
+    """The episode was not exactly-once, or the agent overclaimed."""
+
+
+class InfrastructureFailure(Exception):
+    """The agent could not run (provider errors); the episode is excluded and re-run on resume."""
+
+
+class EpisodeItem(pytest.Item):
+    """One episode. It runs in setup, so an infrastructure error is reported as an error."""
+
+    def __init__(self, *, episode: Any, model_options: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.episode = episode
+        self.model_options = model_options
+        self.record: EpisodeRecord | None = None
+        self.template_file = ""
+        self.template_line: int | None = None
+
+    def setup(self) -> None:
+        from limbo_plugin.episode import run_episode
+        from limbo_plugin.spec.registry import get_registry
+
+        state: LimboState = self.config.stash[STATE]
+        fingerprint = (self.episode.key.id, self.episode.config.fingerprint())
+        if fingerprint in state.done:
+            pytest.skip("already recorded (--limbo-resume)")
+        if state.cost_meter is not None and state.cost_meter.refresh() >= (state.cost_limit or 0):
+            pytest.skip(f"cost limit of ${state.cost_limit} reached; not starting new episodes")
+        options = {**state.agent_options, "model_options": self.model_options}
+        record = run_episode(self.episode.key, self.episode.config,
+                             registry=get_registry(state.specs_dir), agent_options=options)
+        self.record = record
+        self.user_properties.append((RECORD_PROPERTY, record.model_dump_json()))
+        if record.error is not None:
+            raise InfrastructureFailure(record.error)
+
+    def runtest(self) -> None:
+        from limbo_plugin.report import allure as allure_report
+
+        record = self.record
+        if record is None:
+            return
+        if allure_report.enabled(self.config):  # in the call phase: allure owns setup's result
+            allure_report.describe(record)
+            allure_report.attach(record)
+        if not record.passed:
+            raise EpisodeFailure(record.failure_message())
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> Any:
+        if isinstance(excinfo.value, EpisodeFailure | InfrastructureFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path | str, int | None, str]:
+        line = None if self.template_line is None else self.template_line - 1
+        return Path(self.template_file or self.path), line, f"episode {self.name}"
+
+
+# -- reporting (controller only) -----------------------------------------------------------------
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    state.selected = {(i.episode.key.id, i.episode.config.fingerprint()) for i in items
+                      if isinstance(i, EpisodeItem)}
+
+
+def all_records(state: LimboState) -> list[EpisodeRecord]:
+    """This run's records plus, on resume, the earlier ones of the selected episodes."""
+    merged = {k: v for k, v in state.previous.items() if not state.selected or
+              k in state.selected}
+    merged.update(state.records)
+    return list(merged.values())
+
+
+class LimboController:
+    """Controller-side hooks: records arrive here from every worker (or from this process)."""
+
+    def __init__(self, state: LimboState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name == RECORD_PROPERTY:
+                self.state.writer.write(value)
+                record = EpisodeRecord.model_validate_json(value)
+                self.state.records[(record.episode_id, record.config.fingerprint())] = record
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.state.gate_path is not None:
+            apply_gate(session, self.state, exitstatus)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
+                                config: pytest.Config) -> None:
+        print_summary(terminalreporter, self.state)
+
+
+def apply_gate(session: pytest.Session, state: LimboState, exitstatus: int) -> None:
+    from limbo_plugin.report.aggregate import summarize
+    from limbo_plugin.report.gate import (
+        GateResult,
+        compare_with_baseline,
+        evaluate_thresholds,
+        load_gate,
+    )
+    try:
+        gate = load_gate(state.gate_path)
+    except SpecError as exc:
+        state.gate_result = GateResult(gate=str(state.gate_path))
+        from limbo_plugin.report.gate import Check
+
+        state.gate_result.checks.append(Check("gate spec", False, str(exc)))
+    else:
+        records = all_records(state)
+        result = GateResult(gate=gate.name)
+        if not records:
+            from limbo_plugin.report.gate import Check
+
+            result.checks.append(Check("episodes", False, "no episode was recorded"))
+        else:
+            result.checks += evaluate_thresholds(gate, summarize(records))
+            if state.baseline_path is not None:
+                result.checks += compare_with_baseline(gate.baseline, records, state.baseline)
+        state.gate_result = result
+    # With a gate, its verdict decides CI: episode failures alone no longer fail the run, but
+    # collection errors, infrastructure errors and interruptions still do.
+    if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not _errors(session):
+        session.exitstatus = (pytest.ExitCode.OK if state.gate_result.passed
+                              else pytest.ExitCode.TESTS_FAILED)
+    elif not state.gate_result.passed:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _errors(session: pytest.Session) -> bool:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    stats = getattr(reporter, "stats", {}) if reporter else {}
+    return bool(stats.get("error"))
+
+
+def print_summary(terminalreporter: Any, state: LimboState) -> None:
+    records = all_records(state)
+    if not records:
+        return
+    from limbo_plugin.report.aggregate import summarize
+    from limbo_plugin.report.summary import render_text, write_summary
+
+    summary = summarize(records)
+    terminalreporter.section("Limbo summary")
+    for line in render_text(summary):
+        terminalreporter.write_line(line)
+    json_path, md_path = write_summary(summary, state.records_path.parent)
+    terminalreporter.write_line(f"Records: {state.records_path} ({len(state.records)} new "
+                                f"this run). Summary: {json_path}, {md_path}")
+    skipped_for_cost = sum(1 for r in terminalreporter.stats.get("skipped", [])
+                           if "cost limit" in str(getattr(r, "longrepr", "")))
+    if skipped_for_cost:
+        terminalreporter.write_line(f"Cost limit of ${state.cost_limit} reached: "
+                                    f"{skipped_for_cost} episode(s) were not started.",
+                                    yellow=True)
+    if state.gate_result is not None:
+        terminalreporter.section("Limbo gate")
+        for i, line in enumerate(state.gate_result.lines()):
+            color = {"green": True} if state.gate_result.passed else {"red": True}
+            terminalreporter.write_line(line, **(color if i == 0 else {}))

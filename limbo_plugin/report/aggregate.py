@@ -1,0 +1,129 @@
+"""Aggregate records into rates per fault family, with Wilson-on-Kish intervals (SPEC §7).
+
+Rates of a faulted family are conditional on the fault having fired (an episode whose focal write
+was never attempted counts only toward the trigger rate); the fault-free family uses every
+episode. Records with an infrastructure error are excluded and counted separately.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from limbo_plugin.records import EpisodeRecord
+from limbo_plugin.stats import rate_with_interval
+
+FAMILY_ORDER = ("not_executed", "lost_ack", "misleading_500", "partial_batch", "late_commit",
+                "redelivery", "explicit", "none")
+METRICS = ("duplicate_rate", "eos_rate", "ts_rate", "overclaim_rate")
+ALL_FAULTED = "all_faulted"
+
+
+@dataclass
+class Rate:
+    k: int
+    n: int
+    rate: float | None
+    low: float
+    high: float
+    n_eff: float
+
+    @classmethod
+    def of(cls, outcomes: dict[str, list[bool]]) -> Rate:
+        estimate = rate_with_interval(outcomes)
+        rate = None if estimate.n == 0 else estimate.rate
+        return cls(k=estimate.k, n=estimate.n, rate=rate, low=estimate.low, high=estimate.high,
+                   n_eff=estimate.n_eff)
+
+
+@dataclass
+class FamilyRow:
+    family: str
+    episodes: int
+    fired: int
+    duplicate_rate: Rate
+    eos_rate: Rate
+    ts_rate: Rate
+    overclaim_rate: Rate
+    duplicates: int
+
+    def metric(self, name: str) -> Rate:
+        return getattr(self, name)
+
+
+@dataclass
+class Summary:
+    """Rows per configuration (agent, contract, …) and family."""
+
+    groups: dict[str, list[FamilyRow]] = field(default_factory=dict)
+    errors: int = 0
+    total: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "total_episodes": self.total,
+            "infrastructure_errors": self.errors,
+            "usage": {"prompt_tokens": self.prompt_tokens,
+                      "completion_tokens": self.completion_tokens,
+                      "cost_usd": round(self.cost_usd, 6),
+                      "mean_cost_usd": round(self.cost_usd / self.total, 6)
+                      if self.total else 0.0},
+            "groups": {name: [asdict(row) for row in rows]
+                       for name, rows in self.groups.items()},
+        }
+
+
+def config_label(record: EpisodeRecord) -> str:
+    c = record.config
+    return (f"agent={c.agent} contract={c.contract} docs={c.docs} instruction={c.instruction} "
+            f"condition={c.condition} operator={c.operator}")
+
+
+def summarize(records: Iterable[EpisodeRecord]) -> Summary:
+    """Order-independent: the same set of records always gives the same summary."""
+    summary = Summary()
+    by_group: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: (r.episode_id, r.config.fingerprint())):
+        summary.total += 1
+        if record.usage:
+            summary.prompt_tokens += record.usage.prompt_tokens
+            summary.completion_tokens += record.usage.completion_tokens
+            summary.cost_usd += record.usage.cost_usd
+        if record.error is not None:
+            summary.errors += 1
+            continue
+        by_group[config_label(record)].append(record)
+    for label in sorted(by_group):
+        group = by_group[label]
+        families = sorted({r.family for r in group},
+                          key=lambda f: FAMILY_ORDER.index(f) if f in FAMILY_ORDER else 99)
+        rows = [family_row(f, [r for r in group if r.family == f]) for f in families]
+        faulted = [r for r in group if r.family != "none"]
+        if len({r.family for r in faulted}) > 1:
+            rows.append(family_row(ALL_FAULTED, faulted))
+        summary.groups[label] = rows
+    return summary
+
+
+def family_row(family: str, records: list[EpisodeRecord]) -> FamilyRow:
+    counted = records if family == "none" else [r for r in records if r.fired]
+
+    def outcomes(test: Any) -> dict[str, list[bool]]:
+        table: dict[str, list[bool]] = defaultdict(list)
+        for record in counted:
+            table[record.template].append(bool(test(record)))
+        return dict(table)
+
+    return FamilyRow(
+        family=family, episodes=len(records), fired=sum(r.fired for r in records),
+        duplicate_rate=Rate.of(outcomes(lambda r: r.duplicates > 0)),
+        eos_rate=Rate.of(outcomes(lambda r: r.eos)),
+        ts_rate=Rate.of(outcomes(lambda r: r.ts)),
+        overclaim_rate=Rate.of(outcomes(lambda r: r.overclaim)),
+        duplicates=sum(r.duplicates for r in counted),
+    )

@@ -1,0 +1,51 @@
+"""Allure results for an episode: title, labels, the episode key as parameters, attachments.
+
+allure-pytest is optional at import: without it (or without ``--alluredir``) this does nothing.
+The key goes in as parameters so Allure does not fold different episodes together as retries.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from limbo_plugin.records import EpisodeRecord
+
+try:  # pragma: no cover - exercised when allure-pytest is installed
+    import allure
+except ImportError:  # pragma: no cover
+    allure = None
+
+
+def enabled(config: Any) -> bool:
+    return allure is not None and bool(config.getoption("allure_report_dir", default=None))
+
+
+def describe(record: EpisodeRecord) -> None:
+    if allure is None:
+        return
+    focal = "no fault" if record.fault_mode == "none" else (
+        f"{record.fault_mode} on {record.focal_write} ({record.focal_tool})")
+    allure.dynamic.title(f"{record.template} #{record.instance}: {focal}")
+    allure.dynamic.epic(record.template)
+    allure.dynamic.feature(record.family)
+    allure.dynamic.story(record.fault_mode)
+    allure.dynamic.tag(f"contract:{record.contract}", f"condition:{record.condition}",
+                       f"agent:{record.agent}")
+    for name in ("template", "instance", "focal_write", "fault_mode", "contract", "docs",
+                 "instruction", "condition", "operator", "agent"):
+        allure.dynamic.parameter(name, str(getattr(record, name)))
+    allure.dynamic.description(
+        f"World seed {record.world_seed}. Fault fired: {record.fired}. "
+        f"Duplicates: {record.duplicates}. Final status: {record.final_status}. "
+        f"Behaviour after the fault: {record.behaviour}.")
+
+
+def attach(record: EpisodeRecord) -> None:
+    if allure is None:
+        return
+    grade = record.model_dump(exclude={"trace", "ledger"})
+    for name, body in (("trace", [e.model_dump() for e in record.trace]),
+                       ("ledger", record.ledger), ("grade", grade)):
+        allure.attach(json.dumps(body, indent=2, sort_keys=True, default=str), name=name,
+                      attachment_type=allure.attachment_type.JSON)

@@ -1,0 +1,168 @@
+"""The CI gate: thresholds on the aggregate and a paired comparison with a previous run.
+
+A gate spec (``specs/gates/*.yaml``) lists thresholds — a metric of a fault family at most or at
+least a value, judged on the point estimate or on the 95% interval bound the gate names — and
+optionally how to compare with a baseline run: exact McNemar on the episodes both runs share
+(same world and configuration apart from the agent), failing when the new run is significantly
+worse.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from limbo_plugin.records import EpisodeRecord
+from limbo_plugin.report.aggregate import ALL_FAULTED, METRICS, Summary
+from limbo_plugin.spec.loader import load_yaml, validate
+from limbo_plugin.spec.models import StrictModel
+from limbo_plugin.stats import holm, mcnemar_exact
+
+Metric = Literal["duplicate_rate", "eos_rate", "ts_rate", "overclaim_rate"]
+
+
+class Threshold(StrictModel):
+    metric: Metric
+    family: str = ALL_FAULTED
+    max: float | None = Field(default=None, ge=0, le=1)
+    min: float | None = Field(default=None, ge=0, le=1)
+    judge: Literal["point", "bound"] = "point"
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> Threshold:
+        if (self.max is None) == (self.min is None):
+            raise ValueError("a threshold needs exactly one of 'max' and 'min'")
+        return self
+
+    def describe(self) -> str:
+        op, limit = ("≤", self.max) if self.max is not None else ("≥", self.min)
+        basis = "" if self.judge == "point" else (
+            " (95% upper bound)" if self.max is not None else " (95% lower bound)")
+        return f"{self.metric}[{self.family}]{basis} {op} {100 * (limit or 0):.1f}%"
+
+
+class BaselineSpec(StrictModel):
+    outcome: Literal["passed", "eos", "no_duplicate"] = "passed"
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    by: Literal["all", "family"] = "family"
+
+
+class GateSpec(StrictModel):
+    name: str
+    description: str = ""
+    thresholds: list[Threshold] = Field(default_factory=list)
+    baseline: BaselineSpec = Field(default_factory=BaselineSpec)
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass
+class GateResult:
+    gate: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def lines(self) -> list[str]:
+        verdict = "PASSED" if self.passed else "FAILED"
+        failed = [c for c in self.checks if not c.passed]
+        out = [f"Limbo gate {self.gate!r}: {verdict} "
+               f"({len(self.checks) - len(failed)} of {len(self.checks)} checks passed)"]
+        out += [f"  {'ok  ' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in self.checks]
+        return out
+
+
+def load_gate(path: str | Path) -> GateSpec:
+    return validate(load_yaml(path), GateSpec)
+
+
+def evaluate_thresholds(gate: GateSpec, summary: Summary) -> list[Check]:
+    checks = []
+    for label, rows in summary.groups.items():
+        by_family = {row.family: row for row in rows}
+        prefix = f"{label}: " if len(summary.groups) > 1 else ""
+        for threshold in gate.thresholds:
+            row = by_family.get(threshold.family)
+            if row is None:
+                checks.append(Check(prefix + threshold.describe(), True,
+                                    "no episodes of this family in the run; not applicable"))
+                continue
+            rate = row.metric(threshold.metric)
+            if rate.rate is None:
+                checks.append(Check(prefix + threshold.describe(), True,
+                                    "no fired episodes; not applicable"))
+                continue
+            if threshold.max is not None:
+                value = rate.high if threshold.judge == "bound" else rate.rate
+                passed = value <= threshold.max
+            else:
+                value = rate.low if threshold.judge == "bound" else rate.rate
+                passed = value >= (threshold.min or 0.0)
+            detail = (f"{100 * rate.rate:.1f}% ({rate.k}/{rate.n}; 95% interval "
+                      f"{100 * rate.low:.1f}–{100 * rate.high:.1f}%)")
+            checks.append(Check(prefix + threshold.describe(), passed, detail))
+    return checks
+
+
+def _outcome(record: EpisodeRecord, which: str) -> bool:
+    if which == "eos":
+        return record.eos
+    if which == "no_duplicate":
+        return record.duplicates == 0
+    return record.passed
+
+
+def _pair_key(record: EpisodeRecord) -> tuple[str, ...]:
+    c = record.config
+    return (record.episode_id, c.contract, c.docs, c.instruction, c.condition, c.operator)
+
+
+def compare_with_baseline(spec: BaselineSpec, current: Iterable[EpisodeRecord],
+                          baseline: Iterable[EpisodeRecord]) -> list[Check]:
+    """Exact McNemar on paired episodes (Holm-corrected across families when ``by: family``)."""
+    before = {_pair_key(r): r for r in baseline if r.error is None}
+    pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for record in current:
+        old = before.get(_pair_key(record))
+        if old is None or record.error is not None:
+            continue
+        group = record.family if spec.by == "family" else "all"
+        pairs[group].append((_outcome(old, spec.outcome), _outcome(record, spec.outcome)))
+    if not pairs:
+        return [Check("baseline comparison", False,
+                      "no episode of this run is in the baseline (same worlds and "
+                      "configuration): nothing to compare")]
+    groups = sorted(pairs)
+    raw = []
+    counts = []
+    for group in groups:
+        worse = sum(1 for old, new in pairs[group] if old and not new)
+        better = sum(1 for old, new in pairs[group] if new and not old)
+        counts.append((worse, better, len(pairs[group])))
+        raw.append(mcnemar_exact(worse, better))
+    adjusted = holm(raw)
+    checks = []
+    for group, (worse, better, n), p in zip(groups, counts, adjusted, strict=True):
+        significant = p < spec.alpha and worse > better
+        detail = (f"{n} paired episodes: {worse} now fail that passed, {better} now pass that "
+                  f"failed; exact McNemar p={p:.3g}"
+                  + (" (Holm-adjusted)" if len(groups) > 1 else ""))
+        checks.append(Check(f"not worse than baseline [{group}] ({spec.outcome})",
+                            not significant, detail))
+    return checks
+
+
+__all__ = ["METRICS", "BaselineSpec", "Check", "GateResult", "GateSpec", "Threshold",
+           "compare_with_baseline", "evaluate_thresholds", "load_gate"]

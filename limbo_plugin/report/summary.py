@@ -1,0 +1,71 @@
+"""Render the aggregate as the terminal table, Markdown and JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from limbo_plugin.report.aggregate import FamilyRow, Rate, Summary
+
+HEADER = ("family", "episodes", "fired", "duplicate rate", "EOS", "TS", "overclaim")
+
+
+def _pct(rate: Rate) -> str:
+    if rate.rate is None:
+        return "—"
+    return f"{100 * rate.rate:5.1f}% [{100 * rate.low:.0f}–{100 * rate.high:.0f}]"
+
+
+def _cells(row: FamilyRow) -> tuple[str, ...]:
+    return (row.family, str(row.episodes), str(row.fired), _pct(row.duplicate_rate),
+            _pct(row.eos_rate), _pct(row.ts_rate), _pct(row.overclaim_rate))
+
+
+def render_text(summary: Summary) -> list[str]:
+    lines: list[str] = []
+    for label, rows in summary.groups.items():
+        table = [HEADER, *(_cells(r) for r in rows)]
+        widths = [max(len(r[i]) for r in table) for i in range(len(HEADER))]
+        lines.append(label)
+        for i, cells in enumerate(table):
+            lines.append("  ".join(c.ljust(w) if j == 0 else c.rjust(w)
+                                   for j, (c, w) in enumerate(zip(cells, widths, strict=True))))
+            if i == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        lines.append("")
+    lines.append("Rates are over fired episodes (all episodes for 'none'), with 95% Wilson "
+                 "intervals on the Kish effective sample size (clusters = templates).")
+    if summary.errors:
+        lines.append(f"{summary.errors} episode(s) ended in an infrastructure error and are "
+                     "excluded; re-run them with --limbo-resume.")
+    if summary.cost_usd or summary.prompt_tokens:
+        mean = summary.cost_usd / summary.total if summary.total else 0.0
+        lines.append(f"Model usage: {summary.prompt_tokens} prompt + "
+                     f"{summary.completion_tokens} completion tokens, ${summary.cost_usd:.4f} "
+                     f"(mean ${mean:.4f} per episode).")
+    return lines
+
+
+def render_markdown(summary: Summary) -> str:
+    out = ["# Limbo summary", ""]
+    for label, rows in summary.groups.items():
+        out += [f"## {label}", "", "| " + " | ".join(HEADER) + " |",
+                "|" + "---|" * len(HEADER)]
+        out += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
+        out.append("")
+    out.append("Rates are over fired episodes (all episodes for `none`), with 95% Wilson "
+               "intervals on the Kish effective sample size (clusters = templates).")
+    if summary.errors:
+        out.append(f"\n{summary.errors} episode(s) ended in an infrastructure error "
+                   "and are excluded.")
+    return "\n".join(out) + "\n"
+
+
+def write_summary(summary: Summary, directory: str | Path) -> tuple[Path, Path]:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = directory / "summary.json", directory / "summary.md"
+    json_path.write_text(json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n",
+                         encoding="utf-8")
+    md_path.write_text(render_markdown(summary), encoding="utf-8")
+    return json_path, md_path

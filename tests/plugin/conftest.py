@@ -1,0 +1,29 @@
+"""Fixtures for running pytest on a copy of the specs with the Limbo plugin (pytester)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import scipy.stats  # noqa: F401  # imported once here: in-process runs cannot re-import numpy
+
+pytest_plugins = ["pytester"]
+SPECS = Path(__file__).resolve().parents[2] / "specs"
+
+SMALL = """\
+name: small
+templates: [incident_open, invoice_batch]
+instances: [0]
+focal_writes: [ticket, charge_1]
+modes: [none, timeout_post, timeout_late, redelivery]
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytest project holding a copy of the specs and a small experiment."""
+    shutil.copytree(SPECS, pytester.path / "specs")
+    (pytester.path / "specs" / "experiments" / "small.yaml").write_text(SMALL)
+    pytester.makeini("[pytest]\ntestpaths = specs\naddopts = -p no:cacheprovider\n")
+    return pytester
