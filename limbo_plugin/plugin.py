@@ -217,13 +217,25 @@ def pytest_configure(config: pytest.Config) -> None:
                 key = (record.episode_id, record.config.fingerprint())
                 state.done.add(key)
                 state.previous[key] = record
-    elif not state.is_worker:
+    elif not state.is_worker and not config.option.collectonly and collects_specs(
+            config, state.specs_dir):
         rotate(state.records_path)
     if not state.is_worker:
         state.writer = RecordWriter(state.records_path)
         config.pluginmanager.register(LimboController(state), "limbo-controller")
     if state.cost_limit is not None:
         state.cost_meter = CostMeter(state.records_path)
+
+
+def collects_specs(config: pytest.Config, specs_dir: Path) -> bool:
+    """Whether this invocation collects experiments (``pytest tests`` must not touch reports/)."""
+    for arg in config.args:
+        target = Path(arg.split("::")[0])
+        target = (target if target.is_absolute() else Path(config.invocation_params.dir) /
+                  target).resolve()
+        if target == specs_dir or specs_dir in target.parents or target in specs_dir.parents:
+            return True
+    return False
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -33,8 +33,10 @@ def validate_agent_spec(spec: str) -> None:
         if not rest:
             raise UsageError("agent 'litellm:' needs a model, e.g. litellm:openai/gpt-5-mini")
         return
+    from limbo_plugin.agents.scripted import POLICIES
+
     raise UsageError(f"unknown agent {spec!r}; valid forms: scripted:<policy> "
-                     "(blind_retry, verify_first, same_key, escalate_first), litellm:<model>")
+                     f"({', '.join(POLICIES)}), litellm:<model>")
 
 
 def make_agent(spec: str, options: Mapping[str, Any] | None = None) -> Agent:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -134,9 +133,15 @@ def test_options_can_be_set_in_the_ini_file(project: pytest.Pytester) -> None:
     assert len(records) == 8 and {r["agent"] for r in records} == {"scripted:blind_retry"}
 
 
-def test_project_suite_is_not_collected_as_episodes(project: pytest.Pytester) -> None:
+def test_project_suite_is_not_collected_and_reports_are_untouched(project: pytest.Pytester
+                                                                  ) -> None:
+    reports = project.path / "reports"
+    reports.mkdir()
+    (reports / "episodes.jsonl").write_text("{}\n")
     project.makepyfile(test_plain="def test_ok():\n    assert True\n")
     result = project.runpytest("test_plain.py")
     result.assert_outcomes(passed=1)
-    assert not Path(project.path / "reports" / "episodes.jsonl").exists() or \
-        not (project.path / "reports" / "episodes.jsonl").read_text()
+    assert (reports / "episodes.jsonl").read_text() == "{}\n"
+    assert not (reports / "episodes.previous.jsonl").exists()
+    project.runpytest("--experiment", "small", "--collect-only")
+    assert (reports / "episodes.jsonl").read_text() == "{}\n", "collecting runs nothing"

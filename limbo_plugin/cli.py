@@ -1,0 +1,205 @@
+"""The ``limbo`` command: inspect specs, run one episode, and report on record files offline.
+
+    limbo list templates|modes|conditions|policies|experiments|tools
+    limbo run TEMPLATE INSTANCE FOCAL_WRITE MODE [--agent …] [--contract …] [--condition …]
+    limbo show EPISODE_ID [--records reports/episodes.jsonl]
+    limbo summary [RECORDS] [--markdown]
+    limbo gate GATE [--records RECORDS] [--baseline PREVIOUS]
+
+Evaluating an experiment is pytest's job (``pytest -k late_commit -n 16``); this command is for
+looking at what a run produced, or at a single world, without pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from limbo_plugin.errors import LimboError
+from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+
+DEFAULT_RECORDS = "reports/episodes.jsonl"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    if hasattr(signal, "SIGPIPE"):  # `limbo list tools | head` should not print a traceback
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except LimboError as exc:
+        print(f"limbo: {exc}", file=sys.stderr)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="limbo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--specs", default=None, help="specs directory (default ./specs)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    listing = sub.add_parser("list", help="list the names Limbo knows")
+    listing.add_argument("what", choices=["templates", "modes", "conditions", "policies",
+                                          "experiments", "tools"])
+    listing.set_defaults(handler=cmd_list)
+
+    run = sub.add_parser("run", help="run one episode and print what happened")
+    run.add_argument("template")
+    run.add_argument("instance", type=int)
+    run.add_argument("focal_write", help="a focal write id, or 'baseline' with mode none")
+    run.add_argument("mode")
+    for name, default in RunConfig().model_dump().items():
+        run.add_argument(f"--{name}", default=default)
+    run.add_argument("--json", action="store_true", help="print the whole record as JSON")
+    run.set_defaults(handler=cmd_run)
+
+    show = sub.add_parser("show", help="print the trace and ledger of a recorded episode")
+    show.add_argument("episode_id")
+    show.add_argument("--records", default=DEFAULT_RECORDS)
+    show.set_defaults(handler=cmd_show)
+
+    summary = sub.add_parser("summary", help="the family table of a record file")
+    summary.add_argument("records", nargs="?", default=DEFAULT_RECORDS)
+    summary.add_argument("--markdown", action="store_true")
+    summary.set_defaults(handler=cmd_summary)
+
+    gate = sub.add_parser("gate", help="apply a gate to a record file (exit 1 if it fails)")
+    gate.add_argument("gate")
+    gate.add_argument("--records", default=DEFAULT_RECORDS)
+    gate.add_argument("--baseline", default=None)
+    gate.set_defaults(handler=cmd_gate)
+    return parser
+
+
+def _registry(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from limbo_plugin.spec.registry import get_registry
+
+    return get_registry(args.specs)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    registry = _registry(args)
+    if args.what == "templates":
+        for name, template in sorted(registry.templates.items()):
+            focal = ", ".join(f.id for f in template.instantiate(0).focal_writes)
+            print(f"{name:22} {template.spec.description}\n{'':22} focal writes: {focal}")
+    elif args.what == "modes":
+        for mode in registry.faults.values():
+            print(f"{mode.name:18} {mode.family:15} {mode.description}")
+    elif args.what == "conditions":
+        from limbo_plugin.conditions import CONDITION_NAMES
+
+        print("\n".join([*CONDITION_NAMES, "wait_<seconds>"]))
+    elif args.what == "policies":
+        from limbo_plugin.agents.scripted import POLICIES
+
+        print("\n".join(f"scripted:{p}" for p in POLICIES))
+    elif args.what == "experiments":
+        for file in sorted((registry.root / "experiments").glob("*.yaml")):
+            print(file.stem)
+    else:
+        for tool in registry.catalog().tools.values():
+            print(f"{tool.name:24} {tool.service:9} {tool.contract.idempotency:21} "
+                  f"{tool.contract.verification}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from limbo_plugin.episode import run_episode
+
+    config = RunConfig(**{name: getattr(args, name) for name in RunConfig.model_fields})
+    key = EpisodeKey(template=args.template, instance=args.instance,
+                     focal_write=args.focal_write, fault_mode=args.mode)
+    record = run_episode(key, config, registry=_registry(args))
+    if args.json:
+        print(record.model_dump_json(indent=2))
+    else:
+        print_record(record)
+    return 0 if record.passed else 1
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.records import read_records
+
+    found = [r for r in read_records(args.records) if r.episode_id == args.episode_id]
+    if not found:
+        print(f"limbo: no episode {args.episode_id!r} in {args.records}", file=sys.stderr)
+        return 2
+    for record in found:
+        print_record(record)
+    return 0
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.aggregate import summarize
+    from limbo_plugin.report.records import read_records
+    from limbo_plugin.report.summary import render_markdown, render_text
+
+    records = read_records(args.records)
+    if not records:
+        print(f"limbo: no records in {args.records}", file=sys.stderr)
+        return 2
+    summary = summarize(records)
+    print(render_markdown(summary) if args.markdown else "\n".join(render_text(summary)))
+    return 0
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.aggregate import summarize
+    from limbo_plugin.report.gate import (
+        GateResult,
+        compare_with_baseline,
+        evaluate_thresholds,
+        load_gate,
+    )
+    from limbo_plugin.report.records import read_records
+
+    gate = load_gate(args.gate)
+    records = read_records(args.records)
+    if not records:
+        print(f"limbo: no records in {args.records}", file=sys.stderr)
+        return 2
+    result = GateResult(gate=gate.name, checks=evaluate_thresholds(gate, summarize(records)))
+    if args.baseline:
+        result.checks += compare_with_baseline(gate.baseline, records,
+                                               read_records(Path(args.baseline)))
+    print("\n".join(result.lines()))
+    return 0 if result.passed else 1
+
+
+def print_record(record: EpisodeRecord) -> None:
+    verdict = "PASS" if record.passed else ("XFAIL" if record.expected_failure else "FAIL")
+    print(f"{record.episode_id}  [{verdict}]  agent={record.agent} contract={record.contract} "
+          f"condition={record.condition}")
+    print(f"  fault fired: {record.fired}  {record.fault}")
+    print(f"  TS={record.ts} EOS={record.eos} duplicates={record.duplicates} "
+          f"residual={record.residual_duplicates} collateral={record.collateral} "
+          f"unrequested={record.unrequested} overclaim={record.overclaim}")
+    print(f"  final status: {record.final_status}; behaviour: {record.behaviour}; "
+          f"{record.tool_calls} calls, {record.sim_seconds:.0f} simulated s")
+    print("  trace:")
+    for entry in record.trace:
+        mark = "!" if entry.is_error else " "
+        who = "" if entry.origin == "agent" else " (harness)"
+        print(f"   {mark} t={entry.t_start:>7.1f} {entry.tool}{who} "
+              f"{_short(entry.arguments)} -> {_short(entry.response)}")
+    print("  ledger:")
+    for effect in record.ledger:
+        undone = f" undone at {effect['undone_at']}" if effect.get("undone_at") is not None \
+            else ""
+        print(f"     t={effect['t']:>7.1f} {effect['tool']} {effect['record_ids']} "
+              f"origin={effect['origin']}{undone}")
+
+
+def _short(value: object, limit: int = 110) -> str:
+    import json
+
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
