@@ -1,0 +1,314 @@
+"""One chat completion through litellm, with retries, usage and a normalised result.
+
+The scaffold never handles a litellm response object directly: :class:`LiteLLMProvider` turns
+each response into a :class:`ModelTurn`, plain JSON that is also what a cassette stores. Because
+the conversation is built from ``ModelTurn`` alone, a replayed episode sends byte-identical
+requests and produces an identical record, whether the turn came from the network or from disk.
+
+Provider errors (SPEC: an episode that ends in a gateway error is excluded and re-run) are split
+in two: transient ones — rate limits, 5xx, timeouts, connection errors — are retried with
+exponential backoff, honouring ``Retry-After``; the rest (authentication, bad request, unknown
+model) cannot succeed on retry and raise :class:`InfrastructureError` at once, which
+:func:`~limbo_plugin.episode.run_episode` records as the episode's ``error``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from limbo_plugin.agents.base import InfrastructureError
+
+DEFAULT_RETRIES = 8
+DEFAULT_BACKOFF_S = 1.0
+MAX_WAIT_S = 120.0
+"""No single wait exceeds this, whatever the backoff or a ``Retry-After`` header says."""
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+REASONING_FIELDS = ("reasoning_content", "thinking_blocks", "reasoning_items")
+"""Assistant-message fields litellm uses for reasoning; kept so they are sent back next turn."""
+TRANSPORT_OPTIONS = frozenset({
+    "api_base", "base_url", "api_key", "api_version", "organization", "extra_headers",
+    "headers", "timeout", "stream_timeout", "max_retries", "num_retries", "metadata",
+    "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "aws_region_name",
+    "vertex_credentials", "vertex_project", "vertex_location",
+})
+"""``model_options`` that choose where and how a request is sent but not what the model answers;
+they are left out of cassette keys (and never written to a cassette: some are secrets)."""
+
+
+@dataclass
+class ModelTurn:
+    """One normalised completion: the assistant message to append, and what it cost."""
+
+    message: dict[str, Any]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    finish_reason: str | None = None
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return list(self.message.get("tool_calls") or [])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"message": self.message, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd,
+                "finish_reason": self.finish_reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ModelTurn:
+        return cls(message=dict(data["message"]), prompt_tokens=int(data["prompt_tokens"]),
+                   completion_tokens=int(data["completion_tokens"]),
+                   cost_usd=float(data["cost_usd"]), finish_reason=data.get("finish_reason"))
+
+
+class ChatProvider:
+    """What the scaffold needs from a model: one completion for a conversation."""
+
+    def complete(self, messages: Sequence[Mapping[str, Any]],
+                 tools: Sequence[Mapping[str, Any]]) -> ModelTurn:
+        raise NotImplementedError
+
+
+def import_litellm() -> Any:
+    """Import litellm without letting it touch the network or the terminal.
+
+    litellm fetches its model cost map from GitHub at import unless told to use the bundled
+    copy, which would make every worker's first episode depend on the internet (and stall for
+    seconds offline). Its "Give Feedback / Get Help" banners are also switched off: they go to
+    stdout on every handled provider error and would flood a pytest run.
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+@dataclass
+class LiteLLMProvider(ChatProvider):
+    """Calls ``litellm.completion`` for ``model`` with ``model_options``, retrying transient
+    provider errors ``retries`` times in all (attempts, not re-tries) with exponential backoff
+    from ``backoff_s``."""
+
+    model: str
+    model_options: Mapping[str, Any] = field(default_factory=dict)
+    retries: int = DEFAULT_RETRIES
+    backoff_s: float = DEFAULT_BACKOFF_S
+    sleep: Callable[[float], None] = time.sleep
+
+    def __post_init__(self) -> None:
+        self._litellm = import_litellm()
+        # litellm and the OpenAI SDK retry on their own by default; only one layer may retry,
+        # or a 429 storm multiplies attempts and Retry-After is honoured twice.
+        self._kwargs: dict[str, Any] = {"max_retries": 0, "num_retries": 0,
+                                        **dict(self.model_options)}
+
+    def complete(self, messages: Sequence[Mapping[str, Any]],
+                 tools: Sequence[Mapping[str, Any]]) -> ModelTurn:
+        attempts = max(1, int(self.retries))
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._litellm.completion(
+                    model=self.model, messages=list(messages), tools=list(tools) or None,
+                    **self._kwargs)
+            except Exception as exc:
+                retryable, retry_after = classify(exc)
+                if not retryable:
+                    raise InfrastructureError(f"{self.model}: {describe(exc)}") from exc
+                if attempt == attempts:
+                    raise InfrastructureError(
+                        f"{self.model}: giving up after {attempts} attempts: {describe(exc)}"
+                    ) from exc
+                self.sleep(backoff_delay(attempt, self.backoff_s, retry_after))
+                continue
+            return self._normalise(response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _normalise(self, response: Any) -> ModelTurn:
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise InfrastructureError(f"{self.model}: the provider returned no choices")
+        choice = choices[0]
+        usage = getattr(response, "usage", None)
+        return ModelTurn(
+            message=normalise_message(choice.message),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost_usd=self._cost(response),
+            finish_reason=getattr(choice, "finish_reason", None),
+        )
+
+    def _cost(self, response: Any) -> float:
+        """litellm's cost estimate; 0 for models missing from its price map (local, custom).
+
+        litellm already prices every response while logging it and leaves the result in the
+        documented ``_hidden_params["response_cost"]`` (``None`` when the model is unpriced);
+        reusing it saves a second price-map lookup, a measurable share of each call's CPU.
+        ``completion_cost`` is the fallback for responses that do not carry it.
+        """
+        hidden = getattr(response, "_hidden_params", None)
+        if isinstance(hidden, Mapping) and "response_cost" in hidden:
+            try:
+                return float(hidden["response_cost"] or 0.0)
+            except (TypeError, ValueError):
+                return 0.0
+        try:
+            cost = self._litellm.completion_cost(completion_response=response)
+        except Exception:
+            return 0.0
+        return float(cost or 0.0)
+
+
+def normalise_message(message: Any) -> dict[str, Any]:
+    """The assistant message as plain JSON, ready to be appended to the conversation.
+
+    Keeps the content, the tool calls (with any provider-specific fields, where e.g. Gemini's
+    thought signatures travel) and litellm's reasoning fields, so that providers that want their
+    reasoning replayed (Anthropic thinking blocks, reasoning items) get it back. A missing tool
+    call id is replaced by a positional one, because each tool result must name its call.
+    """
+    data = _plain(message)
+    out: dict[str, Any] = {"role": "assistant", "content": data.get("content")}
+    calls = []
+    for index, call in enumerate(data.get("tool_calls") or []):
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments if arguments is not None else {},
+                                   ensure_ascii=False)
+        entry: dict[str, Any] = {"id": call.get("id") or f"call_{index}",
+                                 "type": call.get("type") or "function",
+                                 "function": {"name": function.get("name") or "",
+                                              "arguments": arguments}}
+        if call.get("provider_specific_fields"):
+            entry["provider_specific_fields"] = call["provider_specific_fields"]
+        calls.append(entry)
+    if calls:
+        out["tool_calls"] = calls
+    for name in REASONING_FIELDS:
+        if data.get(name):
+            out[name] = data[name]
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """Deep-convert litellm/pydantic objects to JSON-compatible values."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump()
+    elif hasattr(value, "to_dict"):
+        value = value.to_dict()
+    return json.loads(json.dumps(value, default=_default))
+
+
+def _default(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if hasattr(value, "__dict__"):
+        return {k: v for k, v in vars(value).items() if not k.startswith("_")}
+    return str(value)
+
+
+# -- error classification -------------------------------------------------------------------------
+FATAL_NAMES = frozenset({
+    "AuthenticationError", "PermissionDeniedError", "NotFoundError", "BadRequestError",
+    "UnprocessableEntityError", "ContextWindowExceededError", "ContentPolicyViolationError",
+    "UnsupportedParamsError", "BudgetExceededError", "ModelNotMappedError",
+})
+TRANSIENT_NAMES = frozenset({
+    "RateLimitError", "Timeout", "APITimeoutError", "APIConnectionError", "InternalServerError",
+    "ServiceUnavailableError", "BadGatewayError", "TimeoutException", "ConnectError",
+    "ReadError", "RemoteProtocolError",
+})
+
+
+def classify(exc: BaseException) -> tuple[bool, float | None]:
+    """``(retryable, retry_after_s)`` for an exception raised by ``litellm.completion``.
+
+    Classes are matched by name along the MRO so that litellm's, the OpenAI SDK's and httpx's
+    variants are all recognised without importing them. Fatal classes win over a 5xx status
+    (a context-window error is a 400 whatever the gateway says); otherwise the status decides,
+    and an exception with neither a known class nor a status is treated as fatal, since retrying
+    an error we do not understand only delays the report.
+    """
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    retry_after = retry_after_s(exc)
+    if names & FATAL_NAMES:
+        return False, retry_after
+    if names & TRANSIENT_NAMES:
+        return True, retry_after
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status in RETRYABLE_STATUS or status >= 500, retry_after
+    return False, retry_after
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The provider's requested wait, from ``retry-after-ms`` or ``retry-after`` (seconds or an
+    HTTP date) on the error's response headers, or ``None``."""
+    for headers in _headers_of(exc):
+        millis = _header(headers, "retry-after-ms")
+        if millis is not None:
+            try:
+                return max(0.0, float(millis) / 1000.0)
+            except ValueError:
+                pass
+        value = _header(headers, "retry-after")
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            parsed = email.utils.parsedate_tz(value)
+            if parsed is not None:
+                return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    return None
+
+
+def _headers_of(exc: BaseException) -> list[Any]:
+    found = []
+    for name in ("litellm_response_headers", "headers"):
+        value = getattr(exc, name, None)
+        if value:
+            found.append(value)
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers:
+        found.append(headers)
+    return found
+
+
+def _header(headers: Any, name: str) -> str | None:
+    try:
+        value = headers.get(name)
+        if value is None and isinstance(headers, Mapping):
+            value = next((v for k, v in headers.items() if str(k).lower() == name), None)
+    except Exception:
+        return None
+    return None if value is None else str(value).strip()
+
+
+def backoff_delay(attempt: int, base_s: float, retry_after: float | None) -> float:
+    """Exponential backoff with up to 25% jitter (so parallel workers hit by the same rate
+    limit do not return in lockstep), never shorter than ``Retry-After``, capped."""
+    delay = base_s * (2 ** (attempt - 1)) * (1.0 + 0.25 * random.random())
+    if retry_after is not None:
+        delay = max(delay, retry_after)
+    return min(delay, MAX_WAIT_S)
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line description of a provider error for the episode record."""
+    status = getattr(exc, "status_code", None)
+    message = str(getattr(exc, "message", None) or exc).strip().splitlines()
+    text = message[0] if message else ""
+    if len(text) > 500:
+        text = text[:500] + "…"
+    prefix = f"{type(exc).__name__}" + (f" (HTTP {status})" if isinstance(status, int) else "")
+    return f"{prefix}: {text}" if text else prefix

@@ -1,0 +1,263 @@
+"""Scripted "models" for :class:`~limbo_plugin.testing.openai_server.OpenAIServer`.
+
+A scripted model is a callable from a :class:`ChatRequest` to a :class:`Reply`. The central one,
+:class:`PolicyModel`, serves a scripted reference policy (``blind_retry``, ``verify_first`` …) as
+a chat model: it is *stateless* and re-derives its next action from the transcript alone, by
+replaying the policy against the tool results already in the conversation. The model-backed
+scaffold therefore makes exactly the calls the scripted agent makes, on the same world, which is
+what lets the tests check that the scaffold is a faithful conduit (same ledger, same grade).
+
+The others script the awkward cases: malformed tool calls, a model that never calls a tool or
+never calls ``finish``, rate limits, and a provider that always fails.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from limbo_plugin.agents.scripted import ScriptedAgent
+from limbo_plugin.contracts import ToolDefinition
+from limbo_plugin.tasks import TaskInstance
+from limbo_plugin.testing.openai_server import ChatRequest, Reply, ScriptedModel, ScriptedToolCall
+from limbo_plugin.toolapi import ToolResult
+
+INSTRUCTION_VARIANTS = ("default", "no_cue")
+HARNESS_ERROR_TYPES = ("unknown_tool", "invalid_arguments")
+"""Tool errors caused by a malformed call itself; :class:`PolicyModel` ignores those exchanges
+so that it can follow a :class:`MalformedModel` prelude."""
+
+
+def finish_call(status: str = "completed", summary: str = "Done.",
+                uncertain: Sequence[str] = ()) -> ScriptedToolCall:
+    return ScriptedToolCall("finish", {"status": status, "summary": summary,
+                                       "uncertain_operations": list(uncertain)})
+
+
+# -- a scripted policy as a chat model ----------------------------------------------------------
+class _NextAction(Exception):
+    def __init__(self, name: str, arguments: Any) -> None:
+        super().__init__(name)
+        self.name, self.arguments = name, arguments
+
+
+class _Diverged(Exception):
+    pass
+
+
+class _TranscriptSession:
+    """Duck-types the part of :class:`AgentSession` a scripted policy uses (``task``, ``tool``,
+    ``call``), answering calls from the transcript until it runs out, then stopping the policy
+    at the call it wants to make next."""
+
+    def __init__(self, task: TaskInstance, tools: Mapping[str, ToolDefinition],
+                 history: list[tuple[str, Any, ToolResult]]) -> None:
+        self.task = task
+        self._tools = tools
+        self._history = history
+        self._position = 0
+
+    def tool(self, name: str) -> ToolDefinition | None:
+        return self._tools.get(name)
+
+    def call(self, name: str, arguments: Any = None, *, call_id: str | None = None
+             ) -> ToolResult:
+        if self._position >= len(self._history):
+            raise _NextAction(name, {} if arguments is None else arguments)
+        seen_name, seen_args, result = self._history[self._position]
+        self._position += 1
+        if seen_name != name or seen_args != arguments:
+            raise _Diverged(f"transcript call {self._position} was {seen_name} {seen_args}, "
+                            f"the policy wants {name} {arguments}")
+        return result
+
+
+class PolicyModel:
+    """Serves scripted policy ``policy`` as a model (see the module docstring).
+
+    The task is found by matching the first user message against the ``default`` and ``no_cue``
+    instructions of ``tasks`` (if given), else of instances ``0..max_instance-1`` of every
+    template of the registry, searched lazily and cached. ``contract`` and ``docs`` pick the
+    catalog whose contracts the policy reads (they must match the episode's).
+    """
+
+    def __init__(self, policy: str, *, tasks: Iterable[TaskInstance] = (),
+                 registry: Any = None, contract: str = "native", docs: str = "default",
+                 max_instance: int = 8) -> None:
+        self.policy = policy
+        self.agent = ScriptedAgent(policy)
+        self._registry = registry
+        self._contract, self._docs = contract, docs
+        self._max_instance = max_instance
+        self._by_instruction: dict[str, TaskInstance] = {}
+        self._scanned = 0
+        self._lock = threading.Lock()
+        for task in tasks:
+            self._index(task)
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        task = self._task(request.first_user_text)
+        names = set(request.tool_names)
+        catalog = self._catalog()
+        tools = {name: d for name, d in catalog.tools.items() if name in names}
+        session = _TranscriptSession(task, tools, transcript(request.messages))
+        try:
+            self.agent.run(session)  # type: ignore[arg-type]  # duck-typed session
+        except _NextAction as action:
+            return Reply(tool_calls=[ScriptedToolCall(action.name, action.arguments)])
+        return Reply(content="The task is complete.")
+
+    # -- finding the task -----------------------------------------------------------------------
+    def _index(self, task: TaskInstance) -> None:
+        for variant in INSTRUCTION_VARIANTS:
+            self._by_instruction[task.instruction(variant)] = task
+
+    def _registry_or_default(self) -> Any:
+        if self._registry is None:
+            from limbo_plugin.spec.registry import get_registry
+
+            self._registry = get_registry()
+        return self._registry
+
+    def _catalog(self) -> Any:
+        return self._registry_or_default().catalog(self._contract, self._docs)
+
+    def _task(self, instruction: str) -> TaskInstance:
+        with self._lock:
+            task = self._by_instruction.get(instruction)
+            registry = self._registry_or_default()
+            while task is None and self._scanned < self._max_instance:
+                for name in sorted(registry.templates):
+                    self._index(registry.template(name).instantiate(self._scanned))
+                self._scanned += 1
+                task = self._by_instruction.get(instruction)
+        if task is None:
+            raise LookupError(f"no task instance (< {self._max_instance}) has the instruction "
+                              f"{instruction[:80]!r}")
+        return task
+
+
+def transcript(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any, ToolResult]]:
+    """The (tool, arguments, result) exchanges of a conversation, in order.
+
+    Results are rebuilt from the tool message text; a result is an error exactly when its body
+    has a top-level ``error`` object, which is how every Limbo tool error is shaped. Exchanges
+    answered with a harness-level error (unknown tool, unparsable arguments) are skipped.
+    """
+    results: dict[str, Any] = {}
+    for message in messages:
+        if message.get("role") == "tool":
+            results[str(message.get("tool_call_id"))] = message.get("content")
+    exchanges = []
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            if str(call.get("id")) not in results:
+                continue
+            function = call.get("function") or {}
+            try:
+                body = json.loads(results[str(call.get("id"))])
+                arguments = json.loads(function.get("arguments") or "{}")
+            except (TypeError, ValueError):
+                continue
+            error = body.get("error") if isinstance(body, dict) else None
+            is_error = isinstance(error, dict)
+            if is_error and error.get("type") in HARNESS_ERROR_TYPES:
+                continue
+            exchanges.append((str(function.get("name")), arguments,
+                              ToolResult(body, is_error=is_error)))
+    return exchanges
+
+
+# -- models for the awkward cases -----------------------------------------------------------------
+class SequenceModel:
+    """Replies by turn: the n-th assistant turn gets ``replies[n]``; the last one repeats."""
+
+    def __init__(self, replies: Sequence[Reply]) -> None:
+        if not replies:
+            raise ValueError("SequenceModel needs at least one reply")
+        self.replies = list(replies)
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        return self.replies[min(request.turn, len(self.replies) - 1)]
+
+
+class TextModel:
+    """Never calls a tool: exercises the continuation nudge and the end after idle turns."""
+
+    def __init__(self, text: str = "I have looked at the task and will get to it.") -> None:
+        self.text = text
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        return Reply(content=self.text)
+
+
+class NeverFinishModel:
+    """Calls the same harmless tool forever and never ``finish``: exercises the call budget."""
+
+    def __init__(self, tool: str = "wait", arguments: Mapping[str, Any] | None = None) -> None:
+        self.tool = tool
+        self.arguments = dict(arguments or {"seconds": 1})
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        return Reply(tool_calls=[ScriptedToolCall(self.tool, self.arguments)])
+
+
+MALFORMED_CALLS: tuple[ScriptedToolCall, ...] = (
+    ScriptedToolCall("wait", '{"seconds": 5'),  # truncated JSON
+    ScriptedToolCall("no_such_tool", {"x": 1}),  # a tool that does not exist
+    ScriptedToolCall("wait", "[1, 2]"),  # valid JSON, but not an object
+)
+
+
+class MalformedModel:
+    """Sends one malformed call per turn for the first turns, then defers to ``inner``."""
+
+    def __init__(self, inner: ScriptedModel | None = None,
+                 calls: Sequence[ScriptedToolCall] = MALFORMED_CALLS) -> None:
+        self.inner = inner or SequenceModel([Reply(tool_calls=[finish_call("failed")])])
+        self.calls = list(calls)
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        if request.turn < len(self.calls):
+            return Reply(tool_calls=[self.calls[request.turn]])
+        return self.inner(request)
+
+
+class FlakyModel:
+    """Fails the first ``failures`` requests it receives with ``status``, then defers to ``inner``.
+
+    The count is global to the instance (thread-safe), like a provider's rate limiter.
+    """
+
+    def __init__(self, inner: ScriptedModel, *, failures: int = 2, status: int = 429,
+                 retry_after: str | None = "0", message: str = "Rate limit reached") -> None:
+        self.inner = inner
+        self.failures, self.status = failures, status
+        self.headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        self.message = message
+        self.seen = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        with self._lock:
+            self.seen += 1
+            failing = self.seen <= self.failures
+        if failing:
+            return Reply(status=self.status, error_message=self.message, headers=self.headers)
+        return self.inner(request)
+
+
+class FailingModel:
+    """Always answers with an HTTP error (default 500): a provider that is down."""
+
+    def __init__(self, status: int = 500, message: str = "upstream model server exploded",
+                 headers: Mapping[str, str] | None = None) -> None:
+        self.status, self.message = status, message
+        self.headers = dict(headers or {})
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        return Reply(status=self.status, error_message=self.message, headers=self.headers)

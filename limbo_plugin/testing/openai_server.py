@@ -1,0 +1,396 @@
+"""A local OpenAI-compatible chat-completions server whose "model" is a Python callable.
+
+It exists so that the litellm scaffold can be exercised end to end — real litellm, real HTTP,
+real provider-error mapping — without a network, an API key or a model. A *scripted model* is any
+callable from the parsed request (:class:`ChatRequest`) to a :class:`Reply`: tool calls, text, or
+an HTTP error such as 429 with ``Retry-After`` or 500, each with optional latency. Ready-made
+scripted models live in :mod:`limbo_plugin.testing.models`.
+
+Design notes:
+
+- ``ThreadingHTTPServer`` speaking HTTP/1.1 keep-alive, so concurrent episodes (threads or
+  processes) are served in parallel and litellm's pooled connections are reused.
+- ``TCP_NODELAY`` is set on every accepted socket. Without it the response headers and body go
+  out in two small segments and Nagle's algorithm plus the client's delayed ACK add ~40–45 ms to
+  every call, which would dominate any overhead measurement.
+- Every request is recorded (:attr:`OpenAIServer.requests`) so tests can assert exactly which
+  messages a condition changed.
+
+Run it for manual experiments with a scripted policy as the model::
+
+    python -m limbo_plugin.testing.openai_server --policy verify_first --port 8000
+    pytest -k late_commit --agent litellm:openai/scripted \\
+        --model-option api_base=http://127.0.0.1:8000/v1 --model-option api_key=local
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+DUMMY_API_KEY = "sk-limbo-local"
+
+
+@dataclass(frozen=True)
+class ScriptedToolCall:
+    """One tool call in a scripted reply. ``arguments`` may be a mapping (sent as JSON) or a raw
+    string, which is sent verbatim so that malformed JSON can be scripted."""
+
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the scripted model answers: an assistant message, or an HTTP error.
+
+    ``status`` other than 200 turns the reply into an error response carrying ``error_message``
+    and ``headers`` (e.g. ``{"Retry-After": "2"}``). Token counts default to a deterministic
+    estimate so that usage accounting can be checked exactly.
+    """
+
+    content: str | None = None
+    tool_calls: Sequence[ScriptedToolCall] = ()
+    reasoning_content: str | None = None
+    status: int = 200
+    error_message: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    latency_s: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """A parsed ``POST /v1/chat/completions`` body, as the scripted model and the tests see it."""
+
+    body: dict[str, Any]
+    received_at: float = 0.0
+
+    @property
+    def model(self) -> str:
+        return str(self.body.get("model", ""))
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or [])
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self.body.get("tools") or [])
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [str((t.get("function") or {}).get("name")) for t in self.tools]
+
+    @property
+    def turn(self) -> int:
+        """How many assistant turns precede this request (0 for the first call of an episode)."""
+        return sum(1 for m in self.messages if m.get("role") == "assistant")
+
+    @property
+    def first_user_text(self) -> str:
+        for message in self.messages:
+            if message.get("role") == "user":
+                return _text(message.get("content"))
+        return ""
+
+
+ScriptedModel = Callable[[ChatRequest], Reply]
+
+
+class _Server(ThreadingHTTPServer):
+    """Threading server that sets TCP_NODELAY and can drop its keep-alive connections on stop."""
+
+    daemon_threads = True
+    block_on_close = False  # keep-alive handler threads would otherwise block server_close()
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], owner: OpenAIServer) -> None:
+        self.owner = owner
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.connections_lock:
+            self.connections.add(sock)
+        return sock, address
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        with self.connections_lock:
+            connections, self.connections = list(self.connections), set()
+        for sock in connections:
+            with contextlib.suppress(OSError):  # already closed by the client
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self.path.split("?", 1)[0].rstrip("/") not in CHAT_PATHS:
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError as exc:
+            self._send(400, {"error": {"message": f"invalid JSON body: {exc}",
+                                       "type": "invalid_request_error"}})
+            return
+        owner = self.server.owner
+        request = ChatRequest(body=body, received_at=time.monotonic())
+        owner._record(request)
+        try:
+            reply = owner.model(request)
+        except Exception as exc:  # a broken scripted model must show up as a 500, not a hang
+            reply = Reply(status=500, error_message=f"scripted model raised {exc!r}")
+        delay = owner.latency_s + reply.latency_s
+        if delay > 0:
+            time.sleep(delay)
+        if reply.status != 200:
+            error = {"message": reply.error_message or f"scripted error {reply.status}",
+                     "type": _error_type(reply.status), "code": reply.status}
+            self._send(reply.status, {"error": error}, reply.headers)
+            return
+        self._send(200, completion_body(request, reply), reply.headers)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+            return
+        self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def _send(self, status: int, payload: dict[str, Any],
+              headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence per-request logging: thousands of lines per run help nobody."""
+
+
+class OpenAIServer:
+    """A scripted chat-completions endpoint on ``127.0.0.1``; use as a context manager.
+
+    ``model`` may be swapped between episodes. ``latency_s`` delays every reply (on the
+    handler's own thread, so concurrent requests overlap as they would against a provider).
+    """
+
+    def __init__(self, model: ScriptedModel, *, host: str = "127.0.0.1", port: int = 0,
+                 latency_s: float = 0.0, keep_requests: bool = True) -> None:
+        self.model = model
+        self.latency_s = latency_s
+        self.keep_requests = keep_requests
+        self._host, self._port = host, port
+        self._requests: list[ChatRequest] = []
+        self._lock = threading.Lock()
+        self._httpd: _Server | None = None
+        self._bound_port: int | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> OpenAIServer:
+        if self._httpd is not None:
+            return self
+        self._httpd = _Server((self._host, self._port), self)
+        self._bound_port = int(self._httpd.server_address[1])
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05},
+                                        name="limbo-openai-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.drop_connections()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- addresses ------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The bound port; still answered after :meth:`stop`, so that a client can be pointed
+        at a server that is gone (connection refused), as the offline-replay tests do."""
+        if self._bound_port is None:
+            raise RuntimeError("server was never started")
+        return self._bound_port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._host}:{self.port}/v1"
+
+    def model_options(self, **extra: Any) -> dict[str, Any]:
+        """``model_options`` for the scaffold that point litellm at this server."""
+        return {"api_base": self.base_url, "api_key": DUMMY_API_KEY, **extra}
+
+    # -- what was received ----------------------------------------------------------------------
+    @property
+    def requests(self) -> list[ChatRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._requests.clear()
+
+    def _record(self, request: ChatRequest) -> None:
+        if self.keep_requests:
+            with self._lock:
+                self._requests.append(request)
+
+
+def completion_body(request: ChatRequest, reply: Reply) -> dict[str, Any]:
+    """The ``chat.completion`` object for a successful reply.
+
+    Tool-call ids default to ``call_<turn>_<index>``: deterministic, so a re-run of the same
+    episode sends byte-identical requests (which the cassette tests rely on).
+    """
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    calls = []
+    for index, call in enumerate(reply.tool_calls):
+        arguments = (call.arguments if isinstance(call.arguments, str)
+                     else json.dumps(dict(call.arguments), ensure_ascii=False))
+        calls.append({"id": call.id or f"call_{request.turn}_{index}", "type": "function",
+                      "function": {"name": call.name, "arguments": arguments}})
+    if calls:
+        message["tool_calls"] = calls
+    if reply.reasoning_content is not None:
+        message["reasoning_content"] = reply.reasoning_content
+    prompt = (reply.prompt_tokens if reply.prompt_tokens is not None
+              else estimate_tokens(request.body.get("messages"), request.body.get("tools")))
+    completion = (reply.completion_tokens if reply.completion_tokens is not None
+                  else estimate_tokens(message.get("content"), calls) + 1)
+    return {
+        "id": f"chatcmpl-scripted-{request.turn}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": request.model or "scripted",
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
+    }
+
+
+def estimate_tokens(*parts: Any) -> int:
+    """A deterministic token estimate (four characters a token) for the usage block."""
+    size = sum(len(json.dumps(p, ensure_ascii=False)) for p in parts if p is not None)
+    return max(1, size // 4)
+
+
+def _error_type(status: int) -> str:
+    return {400: "invalid_request_error", 401: "authentication_error",
+            404: "not_found_error", 429: "rate_limit_error"}.get(status, "server_error")
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+@contextlib.contextmanager
+def server_process(policy: str = "verify_first", *, latency_s: float = 0.0,
+                   contract: str = "native", docs: str = "default",
+                   startup_timeout_s: float = 60.0) -> Iterator[str]:
+    """Run :func:`main` in a child process and yield its base URL.
+
+    Benchmarks use this so that the server's own work (HTTP parsing, replaying the policy) does
+    not compete for the GIL with the episodes being measured.
+    """
+    command = [sys.executable, "-m", "limbo_plugin.testing.openai_server", "--policy", policy,
+               "--latency", str(latency_s), "--contract", contract, "--docs", docs]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + startup_timeout_s
+        line = ""
+        while time.monotonic() < deadline and not line.startswith("listening on "):
+            line = process.stdout.readline()
+            if not line and process.poll() is not None:
+                raise RuntimeError(f"server exited with {process.returncode}")
+        if not line.startswith("listening on "):
+            raise RuntimeError("server did not start in time")
+        yield line.split("listening on ", 1)[1].strip()
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve a scripted reference policy as a model until interrupted."""
+    from limbo_plugin.testing.models import PolicyModel
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policy", default="verify_first",
+                        help="scripted policy to serve as the model (default: verify_first)")
+    parser.add_argument("--contract", default="native")
+    parser.add_argument("--docs", default="default")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
+    args = parser.parse_args(argv)
+    model = PolicyModel(args.policy, contract=args.contract, docs=args.docs)
+    server = OpenAIServer(model, host=args.host, port=args.port, latency_s=args.latency,
+                          keep_requests=False)
+    server.start()
+    print(f"listening on {server.base_url}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop cleanly when terminated
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
