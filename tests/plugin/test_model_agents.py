@@ -1,0 +1,56 @@
+"""The plugin with a model-backed agent: options reach litellm, cassettes replay, provider
+failures are errors excluded from the statistics and re-run on resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from limbo_plugin.testing.models import FailingModel, PolicyModel
+from limbo_plugin.testing.openai_server import OpenAIServer
+
+SELECT = ["--experiment", "small", "-k", "incident_open and (lost_ack or late_commit)"]
+
+
+def model_args(server: OpenAIServer) -> list[str]:
+    return ["--agent", "litellm:openai/scripted",
+            "--model-option", f"api_base={server.base_url}",
+            "--model-option", "api_key=local", "--limbo-provider-backoff", "0"]
+
+
+def records(project: pytest.Pytester) -> list[dict]:
+    path = project.path / "reports" / "episodes.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def test_litellm_agent_through_the_plugin_and_cassette_replay(project: pytest.Pytester
+                                                              ) -> None:
+    with OpenAIServer(PolicyModel("verify_first")) as server:
+        args = [*model_args(server), "--limbo-cassette", "cassette"]
+        first = project.runpytest_subprocess(*SELECT, *args)
+        assert server.requests, "the model was called through the local server"
+        first.assert_outcomes(passed=1, failed=1)
+        recorded = sorted(json.dumps(r, sort_keys=True) for r in records(project))
+    # The server is gone: replay answers every model call from the cassette.
+    replay = project.runpytest_subprocess(*SELECT, *args, "--limbo-cassette-mode", "replay")
+    replay.assert_outcomes(passed=1, failed=1)
+    assert sorted(json.dumps(r, sort_keys=True) for r in records(project)) == recorded
+    assert all(r["agent"] == "litellm:openai/scripted" and r["usage"]["model_calls"] > 0
+               for r in records(project))
+    assert "duplicated ticket" in replay.stdout.str()
+
+
+def test_provider_failure_is_an_error_excluded_and_rerun(project: pytest.Pytester) -> None:
+    with OpenAIServer(FailingModel()) as server:
+        failed = project.runpytest_subprocess(*SELECT, *model_args(server),
+                                              "--limbo-provider-retries", "2")
+        failed.assert_outcomes(errors=2)
+        assert "infrastructure error" in failed.stdout.str()
+        assert "2 episode(s) ended in an infrastructure error" in failed.stdout.str()
+        assert all(r["error"] for r in records(project))
+        server.model = PolicyModel("verify_first")
+        resumed = project.runpytest_subprocess(*SELECT, *model_args(server), "--limbo-resume")
+    resumed.assert_outcomes(passed=1, failed=1)
+    latest = {r["episode_id"]: r for r in records(project)}
+    assert all(r["error"] is None for r in latest.values())
