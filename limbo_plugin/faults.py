@@ -97,12 +97,13 @@ class FaultTransport:
             return tool_error("invalid_arguments", f"{call.name}: {problem}")
         if world.is_general(call.name):
             body, is_error = world.call_general(call.name, args)
-            return ToolResult(body, is_error)
+            return ToolResult(copy.deepcopy(body), is_error)
         request = world.open_request(call.name, args, call.origin)
         body, is_error, cost = self._handle(request, definition)
         request.response, request.is_error = body, is_error
         world.clock.advance(cost)
-        return ToolResult(body, is_error)
+        # A detached copy: reads return the world's own records, which a caller must not alter.
+        return ToolResult(copy.deepcopy(body), is_error)
 
     def sleep(self, seconds: float) -> None:
         """Let simulated time pass without a call (middleware backoff)."""

@@ -40,7 +40,8 @@ class Sandbox:
 
     def call(self, name: str, arguments: Any = None, *, origin: CallOrigin = "agent"
              ) -> ToolResult:
-        return self.transport.call(ToolCall(name=name, arguments=arguments or {}, origin=origin))
+        arguments = {} if arguments is None else arguments  # [], 0, False stay malformed
+        return self.transport.call(ToolCall(name=name, arguments=arguments, origin=origin))
 
     @property
     def ledger(self) -> Ledger:

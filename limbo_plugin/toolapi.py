@@ -107,8 +107,12 @@ def normalize_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | No
         text = canonical_json(arguments)
     except (TypeError, ValueError, RecursionError) as exc:
         return None, f"arguments are not JSON-serialisable: {exc}"
-    if len(text.encode()) > MAX_ARGUMENT_BYTES:
-        return None, f"arguments are too large ({len(text)} bytes; limit {MAX_ARGUMENT_BYTES})"
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800") is not text any service accepts
+        return None, "arguments contain a string that is not valid Unicode (a lone surrogate)"
+    if size > MAX_ARGUMENT_BYTES:
+        return None, f"arguments are too large ({size} bytes; limit {MAX_ARGUMENT_BYTES})"
     return json.loads(text), None
 
 

@@ -23,7 +23,7 @@ class EmailService(Service):
 
     def seed(self, records: dict[str, Any]) -> None:
         for message in records.get("sent", []):
-            self.sent.put(message["id"], {"from": SENDER, **message}, SEED_TIME)
+            self.sent.put(message["id"], {"from": SENDER, "body": "", **message}, SEED_TIME)
         unknown = set(records) - {"sent"}
         if unknown:
             raise ValueError(f"email seed has unknown collections: {sorted(unknown)}")

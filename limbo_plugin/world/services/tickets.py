@@ -26,6 +26,7 @@ class TicketsService(Service):
         for ticket in records.get("tickets", []):
             comments = ticket.get("comments", [])
             data = {"status": "open", "description": "", "url": URL.format(id=ticket["id"]),
+                    "created": None,
                     **{k: v for k, v in ticket.items() if k != "comments"}}
             self.tickets.put(ticket["id"], data, SEED_TIME)
             for i, body in enumerate(comments):

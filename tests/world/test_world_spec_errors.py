@@ -1,0 +1,150 @@
+"""A broken spec raises SpecError naming the file, the line and the path inside it.
+
+Each test copies specs/ to a temporary directory, breaks one file, and loads the copy.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from limbo_plugin.errors import SpecError
+from limbo_plugin.spec.loader import load_yaml_text
+from limbo_plugin.spec.registry import SpecRegistry
+
+SPECS = Path(__file__).resolve().parents[2] / "specs"
+
+
+def broken_tree(tmp_path: Path, file: str, old: str, new: str, marker: str) -> tuple[Path, int]:
+    """Copy specs/, replace ``old`` by ``new`` in ``file``; return the root and the line of
+    ``marker`` in the edited file."""
+    root = tmp_path / "specs"
+    shutil.copytree(SPECS, root, ignore=shutil.ignore_patterns("tasks"))
+    target = root / file
+    text = target.read_text(encoding="utf-8")
+    assert text.count(old) >= 1, f"{old!r} not in {file}"
+    text = text.replace(old, new, 1)
+    target.write_text(text, encoding="utf-8")
+    return root, text[: text.index(marker)].count("\n") + 1
+
+
+def load_error(root: Path) -> SpecError:
+    with pytest.raises(SpecError) as info:
+        SpecRegistry.load(root)
+    return info.value
+
+
+def test_unbroken_copy_loads(tmp_path: Path) -> None:
+    """The control: the copied tree itself is valid, so each failure below is its edit's."""
+    root, _ = broken_tree(tmp_path, "services/email.yaml", "service: email", "service: email",
+                          "service")
+    registry = SpecRegistry.load(root)
+    assert "email_send" in registry.catalog().tools
+
+
+CASES = {
+    "yaml_syntax": ("services/billing.yaml", "      record_noun: charge\n",
+                    "      record_noun: charge: oops\n", "record_noun: charge: oops",
+                    "", "YAML syntax error"),
+    "unknown_field": ("services/billing.yaml", "      record_noun: charge\n",
+                      "      record_noun: charge\n      colour: red\n", "colour: red",
+                      "tools[0].contract.colour", "unknown field"),
+    "wrong_type": ("services/email.yaml", "      visibility_lag_s: 120\n      irreversible",
+                   "      visibility_lag_s: soon\n      irreversible", "visibility_lag_s: soon",
+                   "tools[0].contract.visibility_lag_s", "integer"),
+    "unknown_read_back_tool": ("services/tickets.yaml", "tool: tickets_list\n",
+                               "tool: tickets_lisst\n", "tool: tickets_lisst",
+                               "tools[0].contract.read_back.tool", "tickets_lisst"),
+    "unknown_compensation_tool": ("services/deploy.yaml", "tool: deploy_cancel_run",
+                                  "tool: deploy_undo", "tool: deploy_undo",
+                                  "tools[0].contract.compensation.tool", "deploy_undo"),
+    "lag_disagrees_with_read_back": ("services/email.yaml",
+                                     "      visibility_lag_s: 120\n      irreversible",
+                                     "      visibility_lag_s: 60\n      irreversible",
+                                     "visibility_lag_s: 60",
+                                     "tools[0].contract.visibility_lag_s", "120"),
+    "read_back_lag_changed": ("services/social.yaml",
+                              "idempotency: read_only, visibility_lag_s: 120}",
+                              "idempotency: read_only, visibility_lag_s: 30}",
+                              "      visibility_lag_s: 120\n",
+                              "tools[2].contract.visibility_lag_s", "lags 30 s"),
+    "negative_lag": ("services/deploy.yaml", "      visibility_lag_s: 0\n",
+                     "      visibility_lag_s: -5\n", "visibility_lag_s: -5",
+                     "tools[0].contract.visibility_lag_s", "greater than or equal"),
+    "bad_tool_name": ("services/email.yaml", "  - name: email_send\n",
+                      "  - name: Email-Send\n", "Email-Send", "tools[0].name", "pattern"),
+    "fault_wrong_type": ("faults/modes.yaml", "    cost_s: 30\n", "    cost_s: thirty\n",
+                         "cost_s: thirty", "modes[0].cost_s", "number"),
+    "fault_unknown_field": ("faults/modes.yaml", "    execute: never\n",
+                            "    execute: never\n    exeucte_twice: true\n", "exeucte_twice",
+                            "modes[0].exeucte_twice", "unknown field"),
+    "contract_wrong_type": ("contracts/keys_everywhere.yaml",
+                            "keys_on_non_idempotent_writes: true",
+                            "keys_on_non_idempotent_writes: [1]",
+                            "keys_on_non_idempotent_writes", "keys_on_non_idempotent_writes",
+                            "boolean"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_broken_spec_names_file_line_and_path(tmp_path: Path, case: str) -> None:
+    """The error points at the offending value: file, 1-based line and the path inside it."""
+    file, old, new, marker, path, words = CASES[case]
+    root, line = broken_tree(tmp_path, file, old, new, marker)
+    error = load_error(root)
+    assert Path(error.file) == root / file
+    assert error.line == line
+    assert error.path == path
+    assert words in error.message
+    rendered = str(error)
+    assert rendered.startswith(f"{root / file}:{line}:")
+    if path:
+        assert f"at {path}" in rendered
+
+
+def test_model_level_error_points_at_the_tool(tmp_path: Path) -> None:
+    """A contradiction inside one tool's contract names that contract."""
+    root, line = broken_tree(
+        tmp_path, "services/billing.yaml",
+        "contract: {read_only_hint: true, idempotent_hint: true, idempotency: read_only}",
+        "contract: {read_only_hint: true, idempotent_hint: true, idempotency: idempotent}",
+        "idempotency: idempotent}")
+    error = load_error(root)
+    assert error.path == "tools[1].contract" and error.line == line
+    assert "read-only" in error.message
+
+
+def test_duplicate_tool_across_files(tmp_path: Path) -> None:
+    """A tool declared in two service files names both places."""
+    root, _ = broken_tree(tmp_path, "services/tickets.yaml", "  - name: tickets_get\n",
+                          "  - name: email_send\n", "name: email_send")
+    error = load_error(root)
+    assert Path(error.file).name in ("email.yaml", "tickets.yaml")
+    assert "email_send" in error.message and "already declared" in error.message
+    assert error.path.endswith(".name")
+
+
+def test_duplicate_key_and_merge_key_are_rejected() -> None:
+    """Duplicate keys would silently drop a value; the loader refuses them with their line."""
+    with pytest.raises(SpecError) as info:
+        load_yaml_text("a: 1\nb:\n  c: 2\n  c: 3\n", "x.yaml")
+    assert info.value.line == 4 and info.value.path == "b"
+    with pytest.raises(SpecError):
+        load_yaml_text("base: &b {x: 1}\nother:\n  <<: *b\n", "y.yaml")
+
+
+def test_missing_variant_is_an_error(tmp_path: Path) -> None:
+    """The native contract must exist."""
+    root, _ = broken_tree(tmp_path, "contracts/native.yaml", "name: native", "name: native",
+                          "name")
+    (root / "contracts" / "native.yaml").unlink()
+    error = load_error(root)
+    assert "native" in error.message and Path(error.file) == root / "contracts"
+
+
+def test_not_a_specs_directory(tmp_path: Path) -> None:
+    """Pointing at an unrelated directory is a clear error, not a crash."""
+    error = load_error(tmp_path)
+    assert "services" in error.message
