@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import scipy.stats  # noqa: F401  # imported once here: in-process runs cannot re-import numpy
 
-pytest_plugins = ["pytester"]
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 
 SMALL = """\
