@@ -79,7 +79,20 @@ class Usage(BaseModel):
     model_calls: int = 0
 
 
-class EpisodeRecord(BaseModel):
+class Grade(BaseModel):
+    """What the grader decides from the ledger and the final report alone (SPEC §5)."""
+
+    ts: bool
+    eos: bool
+    duplicates: int
+    residual_duplicates: int
+    collateral: int
+    unrequested: int
+    overclaim: bool
+    effects: list[EffectCount] = Field(default_factory=list)
+
+
+class EpisodeRecord(Grade):
     """The graded outcome of one episode, with its full trace and ledger."""
 
     schema_version: int = RECORD_SCHEMA_VERSION
@@ -105,14 +118,6 @@ class EpisodeRecord(BaseModel):
     focal_irreversible: bool | None = None
     fired: bool
     fault: dict[str, Any] = Field(default_factory=dict)
-    ts: bool
-    eos: bool
-    duplicates: int
-    residual_duplicates: int
-    collateral: int
-    unrequested: int
-    overclaim: bool
-    effects: list[EffectCount] = Field(default_factory=list)
     final_status: str | None = None
     summary: str | None = None
     uncertain_operations: list[str] = Field(default_factory=list)

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from limbo_plugin.records import EffectCount
+from limbo_plugin.records import EffectCount, Grade
 from limbo_plugin.tasks import TaskInstance
 from limbo_plugin.world.ledger import Effect
-
-
-@dataclass
-class Grade:
-    ts: bool
-    eos: bool
-    duplicates: int
-    residual_duplicates: int
-    collateral: int
-    unrequested: int
-    overclaim: bool
-    effects: list[EffectCount] = field(default_factory=list)
 
 
 def grade(task: TaskInstance, effects: list[Effect], final_status: str | None) -> Grade:
