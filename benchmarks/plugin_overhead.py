@@ -49,8 +49,8 @@ def main() -> None:
             "def test_trivial(i):\n    assert True\n")
         records = Path(tmp) / "bench.jsonl"
         cases = {
-            "default experiment, serial": (["--limbo-records", str(records)], ROOT),
-            "default experiment, -n 2": (["-n", "2", "--limbo-records", str(records)], ROOT),
+            "default experiment, serial": ([f"--limbo-records={records}"], ROOT),
+            "default experiment, -n 2": (["-n", "2", f"--limbo-records={records}"], ROOT),
             "trivial tests, serial": ([], trivial),
             "trivial tests, -n 2": (["-n", "2"], trivial),
         }
