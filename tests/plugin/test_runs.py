@@ -125,6 +125,16 @@ def test_a_broken_task_template_names_its_file_and_line(project: pytest.Pytester
     assert "incident_open.yaml:" in out and "unknown tool 'tickets_add_coment'" in out
 
 
+def test_a_broken_service_spec_does_not_kill_the_session(project: pytest.Pytester) -> None:
+    spec = project.path / "specs" / "services" / "email.yaml"
+    spec.write_text(spec.read_text().replace("visibility_lag_s: 120\n", "visibility_lag_s: 60\n",
+                                             1))
+    project.makepyfile(test_plain="def test_ok():\n    assert True\n")
+    result = project.runpytest("specs/experiments/small.yaml", "test_plain.py")
+    result.assert_outcomes(errors=1, passed=1)
+    assert "email.yaml:21: at tools[0].contract.visibility_lag_s" in result.stdout.str()
+
+
 GATE = """\
 name: test_gate
 thresholds:
