@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from limbo_plugin.errors import SpecError
 from limbo_plugin.faults import FocalTrigger
@@ -100,11 +100,12 @@ class TemplateSpec(StrictModel):
     focal_writes: list[FocalSpec] = Field(min_length=1)
     plan: list[StepSpec] = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _cue(self) -> TemplateSpec:
-        if not self.instruction.strip().endswith(CUE):
+    @field_validator("instruction")
+    @classmethod
+    def _cue(cls, value: str) -> str:
+        if not value.strip().endswith(CUE):
             raise ValueError(f"the instruction must end with the cue sentence {CUE!r}")
-        return self
+        return value
 
 
 # -- instances -------------------------------------------------------------------------------
@@ -203,6 +204,17 @@ class TaskTemplate:
 
     def _build(self, instance: int) -> TaskInstance:
         spec, seed = self.spec, base_seed(self.spec.name, instance)
+        catalog = self.registry.catalog()
+        tools = {t.name for t in catalog.for_services(spec.services)}
+
+        def known(tool: str, *, write: bool = False) -> str:
+            if tool not in tools:
+                raise TemplateError(f"unknown tool {tool!r} for services "
+                                    f"{', '.join(spec.services)}")
+            if write and not catalog.contract(tool).is_write:
+                raise TemplateError(f"{tool!r} is not a write")
+            return tool
+
         params: dict[str, Any] = {"instance": instance, "pools": self.registry.pools}
         for name, param in spec.params.items():
             with self._at(("params", name), instance):
@@ -217,8 +229,8 @@ class TaskTemplate:
         for i, req in enumerate(spec.required):
             with self._at(("required", i), instance):
                 for rid, ctx in _expand(req.id, req.for_each, params):
-                    tools = render(req.tool if isinstance(req.tool, list) else [req.tool], ctx)
-                    required.append(RequiredEffect(id=rid, tools=tuple(tools),
+                    names = render(req.tool if isinstance(req.tool, list) else [req.tool], ctx)
+                    required.append(RequiredEffect(id=rid, tools=tuple(known(t) for t in names),
                                                    where=render(req.where, ctx),
                                                    count=req.count))
         focal_writes: list[FocalWrite] = []
@@ -226,7 +238,8 @@ class TaskTemplate:
             with self._at(("focal_writes", i), instance):
                 expanded = _expand(focal.id, focal.for_each, params)[: focal.limit]
                 for fid, ctx in expanded:
-                    focal_writes.append(FocalWrite(id=fid, tool=render(focal.tool, ctx),
+                    focal_writes.append(FocalWrite(id=fid,
+                                                   tool=known(render(focal.tool, ctx), write=True),
                                                    where=render(focal.where, ctx), n=focal.n))
         plan: list[PlanStep] = []
         for i, step in enumerate(spec.plan):
@@ -236,7 +249,12 @@ class TaskTemplate:
                     items = _reference(step.for_each, params)
                     if not isinstance(items, list):
                         raise TemplateError(f"for_each {step.for_each!r} is not a list")
+                if "steps." not in step.tool:
+                    known(str(render(step.tool, params)))
                 plan.append(PlanStep(id=step.id, tool=step.tool, args=step.args, items=items))
+        ids = [f.id for f in focal_writes]
+        if len(ids) != len(set(ids)):
+            raise self.doc.error(("focal_writes",), f"duplicate focal write ids: {ids}")
         params.pop("pools")
         task = TaskInstance(
             template=spec.name, instance=instance, base_seed=seed, services=list(spec.services),
@@ -244,35 +262,7 @@ class TaskTemplate:
             targets=targets, required=required, focal_writes=focal_writes, plan=plan,
             spec_file=str(self.file), spec_line=self.line,
         )
-        self._check(task)
         return task
-
-    def _check(self, task: TaskInstance) -> None:
-        """Cross-check an instance against the services: every tool named must exist."""
-        catalog = self.registry.catalog()
-        tools = {t.name for t in catalog.for_services(task.services)}
-        ids = [f.id for f in task.focal_writes]
-        if len(ids) != len(set(ids)):
-            raise self.doc.error(("focal_writes",), f"duplicate focal write ids: {ids}")
-        for i, focal in enumerate(self.spec.focal_writes):
-            for fw in task.focal_writes:
-                if fw.id.startswith(focal.id) and fw.tool not in tools:
-                    raise self.doc.error(("focal_writes", i, "tool"),
-                                         f"unknown tool {fw.tool!r} (instance {task.instance})")
-                if fw.id.startswith(focal.id) and not catalog.contract(fw.tool).is_write:
-                    raise self.doc.error(("focal_writes", i, "tool"),
-                                         f"focal write {fw.tool!r} is not a write")
-        for i, req in enumerate(self.spec.required):
-            for effect in task.required:
-                if effect.id.startswith(req.id):
-                    for tool in effect.tools:
-                        if tool not in tools:
-                            raise self.doc.error(("required", i, "tool"),
-                                                 f"unknown tool {tool!r} (instance "
-                                                 f"{task.instance})")
-        for i, step in enumerate(self.spec.plan):
-            if "{" not in step.tool and step.tool not in tools:
-                raise self.doc.error(("plan", i, "tool"), f"unknown tool {step.tool!r}")
 
     def _at(self, path: tuple[str | int, ...], instance: int) -> _SpecContext:
         return _SpecContext(self.doc, path, instance)
