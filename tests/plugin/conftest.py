@@ -24,5 +24,5 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     """A pytest project holding a copy of the specs and a small experiment."""
     shutil.copytree(SPECS, pytester.path / "specs")
     (pytester.path / "specs" / "experiments" / "small.yaml").write_text(SMALL)
-    pytester.makeini("[pytest]\ntestpaths = specs\naddopts = -p no:cacheprovider\n")
+    pytester.makeini("[pytest]\ntestpaths = specs\naddopts = -p no:cacheprovider -p no:benchmark\n")
     return pytester
