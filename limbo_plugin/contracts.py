@@ -7,6 +7,7 @@ contract) for one ``(contract variant, documentation variant)`` pair.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,6 +22,7 @@ from limbo_plugin.spec.models import (
     ToolContract,
     ToolSpecModel,
 )
+from limbo_plugin.toolapi import canonical_json
 
 GENERAL_SERVICE = "general"
 GENERAL_TOOLS = ("wait", "escalate_to_human", "finish")
@@ -45,6 +47,36 @@ class ToolDefinition:
     @property
     def accepts_key(self) -> bool:
         return self.contract.key_param is not None
+
+    def intent(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The values of the contract's intent fields in ``args``."""
+        return {name: args.get(name) for name in self.contract.intent_fields}
+
+    def intent_digest(self, args: Mapping[str, Any]) -> str:
+        """A stable fingerprint of ``(tool, intent)``: equal for every call of the same intent."""
+        text = canonical_json({"tool": self.name, "intent": self.intent(args)})
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def key_in(self, args: Mapping[str, Any]) -> str | None:
+        """The idempotency key ``args`` carry, if this tool accepts one."""
+        param = self.contract.key_param
+        key = args.get(param) if param else None
+        return key if isinstance(key, str) else None
+
+    def is_reissue(self, earlier: Mapping[str, Any], later: Mapping[str, Any]) -> bool:
+        """Whether ``later`` re-issues ``earlier`` (SPEC §5): equal intent fields, or for a batch
+        write equal other intent fields and at least one shared row. The behaviour coder and the
+        middleware conditions both use this one definition."""
+        batch = self.contract.batch_field
+        if batch is None:
+            return self.intent(earlier) == self.intent(later)
+        others = [f for f in self.contract.intent_fields if f != batch]
+        if any(earlier.get(f) != later.get(f) for f in others):
+            return False
+        rows = later.get(batch)
+        rows = rows if isinstance(rows, list) else []
+        first = earlier.get(batch)
+        return any(row in rows for row in (first if isinstance(first, list) else []))
 
     def annotations(self) -> dict[str, bool]:
         """The MCP ``ToolAnnotations`` hints (the only part of the contract an MCP client sees)."""

@@ -20,7 +20,6 @@ read a drifted (versioned) success body as the success it is.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,8 +91,7 @@ class _PlanRunner:
             return None
         if self._uses_keys(definition):
             assert definition.contract.key_param is not None
-            args[definition.contract.key_param] = intent_key(self.policy, tool, args,
-                                                             definition)
+            args[definition.contract.key_param] = intent_key(self.policy, definition, args)
         return self._send(label, definition, args)
 
     def _uses_keys(self, definition: ToolDefinition) -> bool:
@@ -199,11 +197,9 @@ class _Resend:
 _RESEND: Any = _Resend()
 
 
-def intent_key(policy: str, tool: str, args: dict[str, Any], definition: ToolDefinition) -> str:
+def intent_key(policy: str, definition: ToolDefinition, args: dict[str, Any]) -> str:
     """One stable key per intent: the same write always carries the same key."""
-    intent = {k: args.get(k) for k in definition.contract.intent_fields}
-    digest = hashlib.sha256(canonical_json({"tool": tool, "intent": intent}).encode())
-    return f"{policy}-{digest.hexdigest()[:24]}"
+    return f"{policy}-{definition.intent_digest(args)[:24]}"
 
 
 def _operation_for(answer: ToolResult, tool: str, args: dict[str, Any]

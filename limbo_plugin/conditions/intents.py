@@ -1,60 +1,22 @@
-"""Which calls are the same intent, and which writes a middleware knows to have unknown outcomes.
+"""Which writes a middleware knows to have unknown outcomes.
 
-A *re-issue* is a later call of the same tool whose intent fields (from the contract) equal the
-earlier call's; for a batch write, other intent fields equal and at least one row shared. This is
-the definition the recovery-behaviour coder uses (SPEC §5), so a condition intercepts exactly the
-calls the grader would call re-issues.
+Re-issues are recognised by :meth:`ToolDefinition.is_reissue`, the definition the
+recovery-behaviour coder uses (SPEC §5), so a condition intercepts exactly the calls the grader
+would call re-issues.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from limbo_plugin.contracts import NON_IDEMPOTENT_CLASSES, ToolDefinition
-from limbo_plugin.toolapi import ToolResult, canonical_json
-
-
-def intent_of(definition: ToolDefinition, args: dict[str, Any]) -> dict[str, Any]:
-    """The values of the contract's intent fields in ``args``."""
-    return {name: args.get(name) for name in definition.contract.intent_fields}
-
-
-def intent_digest(definition: ToolDefinition, args: dict[str, Any]) -> str:
-    """A stable fingerprint of ``(tool, intent)``: equal for every call of the same intent."""
-    text = canonical_json({"tool": definition.name, "intent": intent_of(definition, args)})
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def is_reissue(definition: ToolDefinition, earlier: dict[str, Any], later: dict[str, Any]
-               ) -> bool:
-    """Whether ``later`` re-issues ``earlier`` (both calls of ``definition``)."""
-    contract = definition.contract
-    batch = contract.batch_field
-    if batch is None:
-        return intent_of(definition, earlier) == intent_of(definition, later)
-    others = [f for f in contract.intent_fields if f != batch]
-    if any(earlier.get(f) != later.get(f) for f in others):
-        return False
-    rows = _rows(later, batch)
-    return any(row in rows for row in _rows(earlier, batch))
+from limbo_plugin.toolapi import ToolResult
 
 
 def is_non_idempotent_write(definition: ToolDefinition) -> bool:
     """A write a repeat can duplicate (with or without key support); the ones worth guarding."""
     return definition.is_write and definition.contract.idempotency in NON_IDEMPOTENT_CLASSES
-
-
-def key_of(definition: ToolDefinition, args: dict[str, Any]) -> str | None:
-    param = definition.contract.key_param
-    key = args.get(param) if param else None
-    return key if isinstance(key, str) else None
-
-
-def _rows(args: dict[str, Any], batch: str) -> list[Any]:
-    rows = args.get(batch)
-    return rows if isinstance(rows, list) else []
 
 
 @dataclass(frozen=True)
@@ -86,7 +48,7 @@ class UnknownOutcomes:
     def matching(self, definition: ToolDefinition, args: dict[str, Any]) -> list[PendingWrite]:
         """The unknown-outcome writes that ``args`` would re-issue, oldest first."""
         return [p for p in self.entries
-                if p.tool == definition.name and is_reissue(definition, p.args, args)]
+                if p.tool == definition.name and definition.is_reissue(p.args, args)]
 
     def resolve(self, definition: ToolDefinition, args: dict[str, Any]) -> None:
         """Forget the writes ``args`` re-issues: their intent is now known to be done."""

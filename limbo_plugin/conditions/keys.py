@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from limbo_plugin.conditions.base import HarnessEnv, Middleware
-from limbo_plugin.conditions.intents import intent_digest, key_of
 from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult, normalize_arguments
 
 KEY_PREFIX = "harness-"
@@ -43,8 +42,8 @@ class KeyPinning(Middleware):
         args, _ = normalize_arguments(call.arguments)
         if args is None:
             return self.inner.call(call)
-        digest = intent_digest(definition, args)
-        agent_key = key_of(definition, args)
+        digest = definition.intent_digest(args)
+        agent_key = definition.key_in(args)
         pinned = self.pins.get(digest)
         new_pin = pinned is None
         if pinned is None:

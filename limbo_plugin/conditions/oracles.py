@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.conditions.base import HarnessEnv, Middleware
 from limbo_plugin.conditions.guard import build_guard
-from limbo_plugin.conditions.intents import PendingWrite, is_reissue
+from limbo_plugin.conditions.intents import PendingWrite
 from limbo_plugin.conditions.vbr import Verdict
 from limbo_plugin.contracts import ToolDefinition
 from limbo_plugin.errors import UsageError
@@ -59,7 +59,7 @@ class GroundTruthVerifier:
     # -- internals -----------------------------------------------------------------------------
     def _requests(self, definition: ToolDefinition, args: dict[str, Any]) -> list[Request]:
         return [r for r in self.world.requests
-                if r.tool == definition.name and is_reissue(definition, r.args, args)]
+                if r.tool == definition.name and definition.is_reissue(r.args, args)]
 
     def _found(self, definition: ToolDefinition, args: dict[str, Any]
                ) -> list[dict[str, Any] | None]:

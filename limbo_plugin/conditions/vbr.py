@@ -34,7 +34,6 @@ from limbo_plugin.conditions.intents import (
     UnknownOutcomes,
     describe_error,
     is_non_idempotent_write,
-    key_of,
 )
 from limbo_plugin.contracts import ToolDefinition
 from limbo_plugin.readback import queries, unwrap
@@ -234,8 +233,8 @@ class VerifyBeforeRetry(Middleware):
 
 def _deduplicated_by_key(definition: ToolDefinition, args: dict[str, Any],
                          pending: list[PendingWrite]) -> bool:
-    key = key_of(definition, args)
-    return key is not None and all(key_of(definition, p.args) == key for p in pending)
+    key = definition.key_in(args)
+    return key is not None and all(definition.key_in(p.args) == key for p in pending)
 
 
 def vbr(inner: ToolCaller, env: HarnessEnv) -> VerifyBeforeRetry:

@@ -10,8 +10,6 @@ re-issue), ``retry_same_key``, ``retry_new_key``, ``verify_then_retry``, ``blind
 
 from __future__ import annotations
 
-from typing import Any
-
 from limbo_plugin.contracts import ToolCatalog
 from limbo_plugin.records import TraceEntry
 
@@ -31,8 +29,8 @@ def code_behaviour(trace: list[TraceEntry], focal_index: int | None, catalog: To
         return None
     after = [e for e in agent_calls if e.index > focal_index]
     contract = definition.contract
-    reissue = next((e for e in after if _is_reissue(focal, e, contract.intent_fields,
-                                                    contract.batch_field)), None)
+    reissue = next((e for e in after if e.tool == focal.tool and isinstance(e.arguments, dict)
+                    and definition.is_reissue(focal.arguments, e.arguments)), None)
     window = [e for e in after if reissue is None or e.index < reissue.index]
     read_tools = _verification_tools(definition.service, catalog,
                                      contract.read_back.tool if contract.read_back else None)
@@ -53,21 +51,6 @@ def code_behaviour(trace: list[TraceEntry], focal_index: int | None, catalog: To
         return "verify_then_skip"
     further_writes = [e for e in after if (d := catalog.get(e.tool)) is not None and d.is_write]
     return "move_on" if further_writes else "stop_without_checking"
-
-
-def _is_reissue(focal: TraceEntry, later: TraceEntry, intent_fields: list[str],
-                batch_field: str | None) -> bool:
-    if later.tool != focal.tool or not isinstance(later.arguments, dict):
-        return False
-    first: dict[str, Any] = focal.arguments
-    second: dict[str, Any] = later.arguments
-    if batch_field:
-        others = [f for f in intent_fields if f != batch_field]
-        if any(first.get(f) != second.get(f) for f in others):
-            return False
-        rows = second.get(batch_field) or []
-        return any(row in rows for row in first.get(batch_field) or [])
-    return all(first.get(f) == second.get(f) for f in intent_fields)
 
 
 def _verification_tools(service: str, catalog: ToolCatalog, read_back: str | None) -> set[str]:

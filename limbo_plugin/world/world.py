@@ -121,9 +121,7 @@ class World:
         return request
 
     def key_of(self, tool: str, args: dict[str, Any]) -> str | None:
-        param = self.tools[tool].contract.key_param
-        key = args.get(param) if param else None
-        return key if isinstance(key, str) else None
+        return self.tools[tool].key_in(args)
 
     def validate(self, tool: str, args: dict[str, Any]) -> Body | None:
         """The error the service would answer ``args`` with when sent now, or ``None``."""
