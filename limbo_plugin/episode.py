@@ -15,12 +15,12 @@ from limbo_plugin.agents.base import HarnessTracer, TraceLog
 from limbo_plugin.conditions import HarnessEnv, build_condition
 from limbo_plugin.conditions.registry import needs_ground_truth
 from limbo_plugin.errors import UsageError
+from limbo_plugin.experiments import check_run_value
 from limbo_plugin.faults import FaultPlan, FaultTransport
 from limbo_plugin.grading import code_behaviour, grade
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord, RunConfig
 from limbo_plugin.spec.registry import SpecRegistry, get_registry
 from limbo_plugin.tasks import TaskInstance
-from limbo_plugin.world.operator import OPERATOR_VARIANTS
 from limbo_plugin.world.seeds import world_seed
 from limbo_plugin.world.world import World
 
@@ -33,9 +33,7 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *,
     registry = registry or get_registry()
     task = registry.template(key.template).instantiate(key.instance)
     mode = registry.fault_mode(key.fault_mode)
-    if config.operator not in OPERATOR_VARIANTS:
-        raise UsageError(f"unknown operator variant {config.operator!r}; "
-                         f"valid: {', '.join(OPERATOR_VARIANTS)}")
+    check_run_value("operator", config.operator, registry)
     catalog = registry.catalog(config.contract, config.docs)
     seed = world_seed(key.template, key.instance, key.focal_write, key.fault_mode)
 
@@ -78,7 +76,7 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *,
     return EpisodeRecord(
         episode_id=key.id, template=key.template, instance=key.instance,
         focal_write=key.focal_write, fault_mode=key.fault_mode, family=mode.family,
-        fault_class=_fault_class(registry, mode.family),
+        fault_class=registry.fault_class(mode.family),
         contract=config.contract, docs=config.docs, instruction=config.instruction,
         condition=config.condition, operator=config.operator, agent=config.agent,
         world_seed=seed, base_seed=task.base_seed,
@@ -113,24 +111,8 @@ def expected_failure(mode: str, focal_def: Any) -> str | None:
     return None
 
 
-def _fault_class(registry: SpecRegistry, family: str) -> str | None:
-    catalog = registry.fault_catalog
-    if catalog is None:
-        return None
-    if family in catalog.resolvable_families:
-        return "resolvable"
-    if family in catalog.unresolvable_families:
-        return "unresolvable"
-    return None
-
-
 def _harness_seconds(caller: Any) -> float:
     return float(getattr(caller, "harness_seconds", 0.0))
-
-
-def task_for(key: EpisodeKey, registry: SpecRegistry | None = None) -> TaskInstance:
-    registry = registry or get_registry()
-    return registry.template(key.template).instantiate(key.instance)
 
 
 def build_world(task: TaskInstance, registry: SpecRegistry | None = None, *,

@@ -107,29 +107,14 @@ class Experiment:
                 if focal not in known:
                     raise self.doc.error(("focal_writes", i),
                                          f"unknown focal write {focal!r} in these templates")
-        checks = {"contracts": registry.contracts, "docs": registry.docs}
-        for dimension, valid in checks.items():
-            for i, value in enumerate(getattr(spec, dimension)):
-                if value != FROM_OPTION and value not in valid:
-                    raise self.doc.error((dimension, i), f"unknown value {value!r}; valid: "
-                                         + ", ".join(sorted(valid)))
-        from limbo_plugin.agents import validate_agent_spec
-        from limbo_plugin.conditions import validate_condition
         from limbo_plugin.errors import UsageError
-        from limbo_plugin.tasks import INSTRUCTION_VARIANTS
-        from limbo_plugin.world.operator import OPERATOR_VARIANTS
 
-        for dimension, validator in (
-            ("conditions", validate_condition),
-            ("agents", validate_agent_spec),
-            ("instructions", lambda v: _member(v, INSTRUCTION_VARIANTS, "instruction variant")),
-            ("operators", lambda v: _member(v, OPERATOR_VARIANTS, "operator variant")),
-        ):
+        for dimension, field in CONFIG_FIELD.items():
             for i, value in enumerate(getattr(spec, dimension)):
                 if value == FROM_OPTION:
                     continue
                 try:
-                    validator(value)
+                    check_run_value(field, value, registry)
                 except UsageError as exc:
                     raise self.doc.error((dimension, i), str(exc)) from None
 
@@ -175,11 +160,32 @@ class Experiment:
         return sorted(episodes, key=Episode.sort_key)
 
 
-def _member(value: str, valid: Iterable[str], kind: str) -> None:
+def check_run_value(field: str, value: str, registry: SpecRegistry | None) -> None:
+    """Raise :class:`UsageError` listing the valid values when ``value`` is not one for the
+    run-configuration ``field``. Contracts and documentation variants need the registry; with
+    ``None`` (specs that failed to load) they are left to collection to report."""
+    from limbo_plugin.agents import validate_agent_spec
+    from limbo_plugin.conditions import validate_condition
     from limbo_plugin.errors import UsageError
+    from limbo_plugin.tasks import INSTRUCTION_VARIANTS
+    from limbo_plugin.world.operator import OPERATOR_VARIANTS
 
-    if value not in valid:
-        raise UsageError(f"unknown {kind} {value!r}; valid: {', '.join(valid)}")
+    def one_of(kind: str, valid: Iterable[str]) -> None:
+        if value not in valid:
+            raise UsageError(f"unknown {kind} {value!r}; valid: {', '.join(valid)}")
+
+    if field == "agent":
+        validate_agent_spec(value)
+    elif field == "condition":
+        validate_condition(value)
+    elif field == "instruction":
+        one_of("instruction variant", INSTRUCTION_VARIANTS)
+    elif field == "operator":
+        one_of("operator variant", OPERATOR_VARIANTS)
+    elif registry is not None and field == "contract":
+        registry.contract_variant(value)
+    elif registry is not None and field == "docs":
+        registry.docs_variant(value)
 
 
 def iter_worlds(registry: SpecRegistry, templates: Iterable[str], instances: Iterable[int],

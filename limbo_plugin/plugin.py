@@ -144,7 +144,6 @@ class LimboState:
         self.done: set[tuple[str, str]] = set()
         self.previous: dict[tuple[str, str], EpisodeRecord] = {}
         self.records: dict[tuple[str, str], EpisodeRecord] = {}
-        self.cost_stopped = 0
         self.writer: Any = None
         self.cost_meter: Any = None
         self.gate_result: Any = None
@@ -153,11 +152,8 @@ class LimboState:
         self.baseline: list[EpisodeRecord] = []
 
     def validate(self) -> None:
-        from limbo_plugin.agents import validate_agent_spec
-        from limbo_plugin.conditions import validate_condition
+        from limbo_plugin.experiments import check_run_value, find_experiment
         from limbo_plugin.spec.registry import get_registry
-        from limbo_plugin.tasks import INSTRUCTION_VARIANTS
-        from limbo_plugin.world.operator import OPERATOR_VARIANTS
 
         try:
             registry = get_registry(self.specs_dir)
@@ -165,28 +161,11 @@ class LimboState:
             # A broken spec is reported by collection as one failing item (with its file and
             # line), not as a dead session: ``pytest tests`` must still run.
             registry = None
-        checks: dict[str, Any] = {
-            "condition": validate_condition,
-            "agent": validate_agent_spec,
-            "instruction": lambda v: _one_of("instruction variant", v, INSTRUCTION_VARIANTS),
-            "operator": lambda v: _one_of("operator variant", v, OPERATOR_VARIANTS),
-        }
-        if registry is not None:
-            checks["contract"] = registry.contract_variant
-            checks["docs"] = registry.docs_variant
-        for name, check in checks.items():
-            value = self.overrides.get(name)
+        for name, value in self.overrides.items():
             if value is not None:
-                check(value)
+                check_run_value(name, value, registry)
         if registry is not None:
-            from limbo_plugin.experiments import find_experiment
-
             find_experiment(self.experiment, registry)
-
-
-def _one_of(kind: str, value: str, valid: tuple[str, ...]) -> None:
-    if value not in valid:
-        raise UsageError(f"unknown {kind} {value!r}; valid: {', '.join(valid)}")
 
 
 def _positive_float(name: str, raw: str | None, allow_zero: bool = False) -> float:
@@ -311,7 +290,7 @@ class ExperimentFile(pytest.File):
             else:
                 keywords |= set(task.services)
             item.add_marker(getattr(pytest.mark, mode.family))
-            fault_class = _fault_class(registry, mode.family)
+            fault_class = registry.fault_class(mode.family)
             if fault_class:
                 item.add_marker(getattr(pytest.mark, fault_class))
             item.extra_keyword_matches.update(keywords)
@@ -342,15 +321,6 @@ class BrokenSpecItem(pytest.Item):
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
         line = None if self.error.line is None else self.error.line - 1
         return Path(self.error.file), line, f"spec error in {Path(self.error.file).name}"
-
-
-def _fault_class(registry: Any, family: str) -> str | None:
-    catalog = registry.fault_catalog
-    if family in catalog.resolvable_families:
-        return "resolvable"
-    if family in catalog.unresolvable_families:
-        return "unresolvable"
-    return None
 
 
 class EpisodeFailure(Exception):

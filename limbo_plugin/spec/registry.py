@@ -171,6 +171,15 @@ class SpecRegistry:
     def fault_mode(self, name: str) -> FaultModeSpec:
         return _pick("fault mode", name, self.faults)
 
+    def fault_class(self, family: str) -> str | None:
+        """``resolvable`` / ``unresolvable`` (SPEC §3 classes), or ``None`` for the others."""
+        catalog = self.fault_catalog
+        if catalog is not None and family in catalog.resolvable_families:
+            return "resolvable"
+        if catalog is not None and family in catalog.unresolvable_families:
+            return "unresolvable"
+        return None
+
     @property
     def templates(self) -> dict[str, TaskTemplate]:
         if self._templates is None:
