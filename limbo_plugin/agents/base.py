@@ -67,14 +67,12 @@ class HarnessTracer:
 
     def __init__(self, inner: ToolCaller, world: World, trace: TraceLog) -> None:
         self.inner, self.world, self.trace = inner, world, trace
-        self.calls = 0
 
     def call(self, call: ToolCall) -> ToolResult:
         if call.origin != "harness":
             return self.inner.call(call)
         index, start = self.trace.reserve(), self.world.clock.now
         result = self.inner.call(call)
-        self.calls += 1
         self.trace.add(index, start, self.world.clock.now, "harness", call, result)
         return result
 

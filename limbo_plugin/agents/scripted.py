@@ -20,7 +20,6 @@ read a drifted (versioned) success body as the success it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,8 +248,3 @@ def _partial_text(text: str, ctx: dict[str, Any]) -> str:
         return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
     return EXPRESSION.sub(substitute, text)
-
-
-POLICY_FACTORIES: dict[str, Callable[[], ScriptedAgent]] = {
-    p: (lambda p=p: ScriptedAgent(p)) for p in POLICIES
-}

@@ -19,7 +19,7 @@ def test_a_small_experiment_collects_one_item_per_episode(project: pytest.Pytest
     assert len(collected) == 8
     assert "incident_open-i0-ticket-timeout_late" in collected
     assert "invoice_batch-i0-baseline-none" in collected
-    assert "incident_open-i0-ticket-timeout_late" in collected
+    assert "invoice_batch-i0-charge_1-redelivery" in collected
 
 
 @pytest.mark.parametrize(("expression", "expected"), [
