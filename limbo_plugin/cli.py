@@ -5,6 +5,7 @@
     limbo show EPISODE_ID [--records reports/episodes.jsonl]
     limbo summary [RECORDS] [--markdown]
     limbo gate GATE [--records RECORDS] [--baseline PREVIOUS]
+    limbo mcp --url URL [--token TOKEN] [--transport stdio|streamable-http]
 
 Evaluating an experiment is pytest's job (``pytest -k late_commit -n 16``); this command is for
 looking at what a run produced, or at a single world, without pytest.
@@ -71,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--records", default=DEFAULT_RECORDS)
     gate.add_argument("--baseline", default=None)
     gate.set_defaults(handler=cmd_gate)
+
+    from limbo_plugin.server import mcp_server
+
+    mcp = sub.add_parser("mcp", help="serve an episode's sandbox as an MCP server (harnesses "
+                         "launch this)")
+    mcp_server.add_arguments(mcp)
+    mcp.set_defaults(handler=mcp_server.run)
     return parser
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from limbo_plugin.agents.base import Agent, AgentSession, EpisodeOver, InfrastructureError
 from limbo_plugin.errors import UsageError
 
-AGENT_KINDS = ("scripted", "litellm")
+AGENT_KINDS = ("scripted", "litellm", "mcp")
 
 __all__ = ["Agent", "AgentSession", "EpisodeOver", "InfrastructureError", "make_agent",
            "validate_agent_spec"]
@@ -33,10 +33,17 @@ def validate_agent_spec(spec: str) -> None:
         if not rest:
             raise UsageError("agent 'litellm:' needs a model, e.g. litellm:openai/gpt-5-mini")
         return
+    if kind == "mcp":
+        from limbo_plugin.agents.scripted import POLICIES
+
+        if rest not in POLICIES:
+            raise UsageError(f"unknown agent {spec!r}; policies over MCP: "
+                             + ", ".join(f"mcp:{p}" for p in POLICIES))
+        return
     from limbo_plugin.agents.scripted import POLICIES
 
     raise UsageError(f"unknown agent {spec!r}; valid forms: scripted:<policy> "
-                     f"({', '.join(POLICIES)}), litellm:<model>")
+                     f"({', '.join(POLICIES)}), litellm:<model>, mcp:<policy>")
 
 
 def make_agent(spec: str, options: Mapping[str, Any] | None = None) -> Agent:
@@ -46,6 +53,10 @@ def make_agent(spec: str, options: Mapping[str, Any] | None = None) -> Agent:
         from limbo_plugin.agents.scripted import ScriptedAgent
 
         return ScriptedAgent(rest)
+    if kind == "mcp":
+        from limbo_plugin.agents.mcp_agent import McpPolicyAgent
+
+        return McpPolicyAgent(rest)
     from limbo_plugin.agents.scaffold import ScaffoldAgent  # lazy: imports litellm
 
     return ScaffoldAgent(rest, options=dict(options or {}))

@@ -1,0 +1,157 @@
+"""``limbo mcp``: the MCP server a harness launches, forwarding to the sandbox service.
+
+Built on the official SDK's low-level :class:`mcp.server.lowlevel.Server`, which hands
+``tools/call`` arguments over untouched: a malformed call must reach the episode's transport and
+come back as the same tool error the in-process scaffold would see, not be rejected on the way.
+
+It forwards exactly two requests and nothing else — no resources, prompts or logging:
+
+- ``tools/list`` → ``GET /v1/tools``: each tool with its ``inputSchema``, the description of the
+  run's contract and documentation variant, and the MCP annotations ``readOnlyHint``,
+  ``idempotentHint``, ``destructiveHint`` (and ``openWorldHint``);
+- ``tools/call`` → ``POST /v1/tools/call``: a ``CallToolResult`` whose one text block is the
+  result's canonical JSON text, with ``isError`` for a tool error (timeout, 500, validation …).
+
+If the sandbox itself cannot be reached or refuses the token, the request fails with an MCP
+error rather than a tool result: that is an infrastructure problem, not something the agent did.
+
+Usage (the token is better passed in ``LIMBO_SANDBOX_TOKEN``, which ``ps`` does not show)::
+
+    limbo mcp --url http://127.0.0.1:PORT [--token TOKEN]
+    limbo mcp --url … --transport streamable-http --host 127.0.0.1 --port 8765   # URL on stderr
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from limbo_plugin.server.client import SandboxClient, SandboxError
+from limbo_plugin.server.wire import SERVER_NAME, TOKEN_ENV, URL_ENV
+
+TRANSPORTS = ("stdio", "streamable-http")
+MCP_PATH = "/mcp"
+
+
+def build_server(client: SandboxClient, name: str = SERVER_NAME) -> Any:
+    """The MCP server forwarding ``tools/list`` and ``tools/call`` to ``client``."""
+    import anyio.to_thread
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        try:
+            listed = await anyio.to_thread.run_sync(client.list_tools)
+        except SandboxError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        tools = [types.Tool(name=t["name"], description=t.get("description"),
+                            input_schema=t["inputSchema"],
+                            annotations=types.ToolAnnotations(**_snake(t.get("annotations"))))
+                 for t in listed]
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        arguments = {} if params.arguments is None else params.arguments
+        try:
+            text, is_error = await anyio.to_thread.run_sync(client.call, params.name, arguments)
+        except SandboxError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    is_error=is_error)
+
+    return Server(name, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _snake(annotations: Any) -> dict[str, Any]:
+    hints = {"readOnlyHint": "read_only_hint", "idempotentHint": "idempotent_hint",
+             "destructiveHint": "destructive_hint", "openWorldHint": "open_world_hint"}
+    return {hints[k]: v for k, v in (annotations or {}).items() if k in hints}
+
+
+def _version() -> str:
+    from limbo_plugin import __version__
+
+    return __version__
+
+
+async def serve_stdio(client: SandboxClient) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(client)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_http(client: SandboxClient, host: str, port: int) -> None:
+    """Serve streamable HTTP on ``host:port`` (0 picks a free port); the URL goes to stderr."""
+    import uvicorn
+
+    server = build_server(client)
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    print(f"limbo mcp: serving streamable HTTP at http://{host}:{bound}{MCP_PATH}",
+          file=sys.stderr, flush=True)
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", default=None,
+                        help=f"the sandbox service URL (or ${URL_ENV})")
+    parser.add_argument("--token", default=None,
+                        help=f"the episode's bearer token (better: ${TOKEN_ENV}, hidden from ps)")
+    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="streamable-http only")
+    parser.add_argument("--port", type=int, default=0,
+                        help="streamable-http only; 0 picks a free port")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``limbo mcp`` (argument errors are one line on stderr, exit 2)."""
+    import anyio
+
+    url = args.url or os.environ.get(URL_ENV)
+    token = args.token or os.environ.get(TOKEN_ENV)
+    if not url:
+        return _usage(f"--url (or ${URL_ENV}) is required: the sandbox service URL")
+    if not token:
+        return _usage(f"--token (or ${TOKEN_ENV}) is required: the episode's bearer token")
+    try:
+        client = SandboxClient(url, token)
+    except SandboxError as exc:
+        return _usage(str(exc))
+    try:
+        if args.transport == "stdio":
+            anyio.run(serve_stdio, client)
+        else:
+            anyio.run(serve_http, client, args.host, args.port)
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        return _usage(f"cannot serve on {args.host}:{args.port}: {exc}")
+    finally:
+        client.close()
+    return 0
+
+
+def _usage(message: str) -> int:
+    print(f"limbo mcp: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="limbo mcp", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
