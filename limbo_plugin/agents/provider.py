@@ -115,9 +115,7 @@ class LiteLLMProvider(ChatProvider):
         attempts = max(1, int(self.retries))
         for attempt in range(1, attempts + 1):
             try:
-                response = self._litellm.completion(
-                    model=self.model, messages=list(messages), tools=list(tools) or None,
-                    **self._kwargs)
+                response = self._send(messages, tools)
             except Exception as exc:
                 retryable, retry_after = classify(exc)
                 if not retryable:
@@ -130,6 +128,11 @@ class LiteLLMProvider(ChatProvider):
                 continue
             return self._normalise(response)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send(self, messages: Sequence[Mapping[str, Any]],
+              tools: Sequence[Mapping[str, Any]]) -> Any:
+        return self._litellm.completion(model=self.model, messages=list(messages),
+                                        tools=list(tools) or None, **self._kwargs)
 
     def _normalise(self, response: Any) -> ModelTurn:
         choices = getattr(response, "choices", None) or []
@@ -164,6 +167,55 @@ class LiteLLMProvider(ChatProvider):
         except Exception:
             return 0.0
         return float(cost or 0.0)
+
+
+class ResponsesProvider(LiteLLMProvider):
+    """The same provider over the OpenAI Responses API (``litellm.responses``).
+
+    The conversation stays in chat form; :mod:`~limbo_plugin.agents.responses_render` renders
+    it per request and reads each answer back, keeping reasoning items so they are replayed to
+    the model on the next turn. Retries, error classification and cost are the chat provider's.
+    """
+
+    def _send(self, messages: Sequence[Mapping[str, Any]],
+              tools: Sequence[Mapping[str, Any]]) -> Any:
+        from limbo_plugin.agents.responses_render import request_parts
+
+        return self._litellm.responses(model=self.model, **request_parts(messages, tools),
+                                       **self._kwargs)
+
+    def _normalise(self, response: Any) -> ModelTurn:
+        from limbo_plugin.agents.responses_render import assistant_message
+
+        output = [_plain_item(item) for item in getattr(response, "output", None) or []]
+        if getattr(response, "status", "completed") == "failed":
+            error = getattr(response, "error", None)
+            raise InfrastructureError(f"{self.model}: the response failed: {error}")
+        message = assistant_message(output)
+        usage = getattr(response, "usage", None)
+        return ModelTurn(
+            message=message,
+            prompt_tokens=int(getattr(usage, "input_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+            cost_usd=self._cost(response),
+            finish_reason="tool_calls" if message.get("tool_calls") else "stop",
+        )
+
+
+def _plain_item(item: Any) -> dict[str, Any]:
+    """An output item as JSON without the ``None`` fields litellm's models add (``namespace``,
+    ``caller`` …), which a strict server would reject when the item is replayed."""
+    if hasattr(item, "model_dump"):
+        return dict(item.model_dump(exclude_none=True))
+    return {k: v for k, v in dict(_plain(item)).items() if v is not None}
+
+
+WIRES = ("chat", "responses")
+"""How the scaffold talks to the model: chat completions (default) or the Responses API."""
+
+
+def provider_class(wire: str) -> type[LiteLLMProvider]:
+    return ResponsesProvider if wire == "responses" else LiteLLMProvider
 
 
 def normalise_message(message: Any) -> dict[str, Any]:

@@ -22,7 +22,9 @@ Agent options (built by the plugin; all optional)::
     model_options       dict passed to litellm.completion (temperature, reasoning_effort,
                         api_base, api_key, extra_headers, timeout, ...); litellm's and the
                         OpenAI SDK's own retries are off (max_retries=num_retries=0) unless
-                        set here, so that provider_retries is the only retry layer
+                        set here, so that provider_retries is the only retry layer.
+                        ``wire`` is not passed on: ``chat`` (default) or ``responses``
+                        chooses the protocol (litellm.responses, reasoning items replayed)
     cassette            directory of a response cassette, or None (see agents/cassette.py)
     cassette_mode       record | replay | auto (default auto)
     provider_retries    attempts per model call for transient provider errors (default 8)
@@ -44,9 +46,10 @@ from limbo_plugin.agents.prompts import CONTINUATION_NUDGE, REFLECTION_MESSAGE, 
 from limbo_plugin.agents.provider import (
     DEFAULT_BACKOFF_S,
     DEFAULT_RETRIES,
+    WIRES,
     ChatProvider,
-    LiteLLMProvider,
     ModelTurn,
+    provider_class,
 )
 from limbo_plugin.errors import UsageError
 
@@ -65,6 +68,10 @@ class ScaffoldAgent:
         if not isinstance(model_options, Mapping):
             raise UsageError(f"model_options must be a mapping, not {type(model_options).__name__}")
         self.model_options: dict[str, Any] = dict(model_options)
+        self.wire = str(self.model_options.get("wire", "chat"))
+        if self.wire not in WIRES:
+            raise UsageError(f"model option wire={self.wire!r} is not a wire protocol; valid: "
+                             + ", ".join(WIRES))
         self.retries = int(options.get("provider_retries", DEFAULT_RETRIES))
         self.backoff_s = float(options.get("provider_backoff_s", DEFAULT_BACKOFF_S))
         mode = options.get("cassette_mode") or "auto"
@@ -76,8 +83,11 @@ class ScaffoldAgent:
 
     # -- the model --------------------------------------------------------------------------------
     def _live(self) -> ChatProvider:
-        return LiteLLMProvider(self.model, self.model_options, retries=self.retries,
-                               backoff_s=self.backoff_s)
+        # ``wire`` stays in model_options for the cassette key (it changes what is sent) but is
+        # not a litellm argument.
+        options = {k: v for k, v in self.model_options.items() if k != "wire"}
+        return provider_class(self.wire)(self.model, options, retries=self.retries,
+                                         backoff_s=self.backoff_s)
 
     @property
     def provider(self) -> ChatProvider:

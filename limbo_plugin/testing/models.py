@@ -7,6 +7,13 @@ replaying the policy against the tool results already in the conversation. The m
 scaffold therefore makes exactly the calls the scripted agent makes, on the same world, which is
 what lets the tests check that the scaffold is a faithful conduit (same ledger, same grade).
 
+The same model plays the model behind a production harness. Harnesses differ in three ways it
+absorbs: they rename tools (``acme-email_send`` in Copilot, ``mcp__acme__email_send`` in Codex,
+``mcp_acme_email_send`` in Hermes; resolved by suffix, :class:`ToolNames`), they put their own
+text around the task (the task is found wherever it occurs in a user message), and they may wrap
+a tool's result text (unwrapped by :func:`result_body`). Requests without the task's tools — a
+harness asking for a session title, say — get a short text answer.
+
 The others script the awkward cases: malformed tool calls, a model that never calls a tool or
 never calls ``finish``, rate limits, and a provider that always fails.
 """
@@ -14,6 +21,7 @@ never calls ``finish``, rate limits, and a provider that always fails.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -26,6 +34,8 @@ from limbo_plugin.toolapi import ToolResult
 
 INSTRUCTION_VARIANTS = ("default", "no_cue")
 HARNESS_ERROR_TYPES = ("unknown_tool", "invalid_arguments")
+NAME_SEPARATORS = "_-./:"
+"""What may precede a tool's own name inside a harness's name for it (``mcp__acme__wait``)."""
 """Tool errors caused by a malformed call itself; :class:`PolicyModel` ignores those exchanges
 so that it can follow a :class:`MalformedModel` prelude."""
 
@@ -98,15 +108,18 @@ class PolicyModel:
             self._index(task)
 
     def __call__(self, request: ChatRequest) -> Reply:
-        task = self._task(request.first_user_text)
-        names = set(request.tool_names)
         catalog = self._catalog()
-        tools = {name: d for name, d in catalog.tools.items() if name in names}
-        session = _TranscriptSession(task, tools, transcript(request.messages))
+        names = ToolNames(request.tool_names, catalog.tools)
+        if not names.canonical:  # a side request (title, summary …), not a turn of the task
+            return Reply(content="OK.")
+        task = self._task(request.user_texts)
+        tools = {name: d for name, d in catalog.tools.items() if name in names.canonical}
+        session = _TranscriptSession(task, tools, transcript(request.messages, names))
         try:
             self.agent.run(session)  # type: ignore[arg-type]  # duck-typed session
         except _NextAction as action:
-            return Reply(tool_calls=[ScriptedToolCall(action.name, action.arguments)])
+            return Reply(tool_calls=[ScriptedToolCall(names.offered(action.name),
+                                                      action.arguments)])
         return Reply(content="The task is complete.")
 
     # -- finding the task -----------------------------------------------------------------------
@@ -124,23 +137,110 @@ class PolicyModel:
     def _catalog(self) -> Any:
         return self._registry_or_default().catalog(self._contract, self._docs)
 
-    def _task(self, instruction: str) -> TaskInstance:
+    def _task(self, user_texts: Sequence[str]) -> TaskInstance:
+        """The task whose instruction is a user message, or (behind a harness, which adds its
+        preamble) occurs in one; the longest match wins (``no_cue`` is a prefix of
+        ``default``)."""
         with self._lock:
-            task = self._by_instruction.get(instruction)
             registry = self._registry_or_default()
+            task = self._find(user_texts)
             while task is None and self._scanned < self._max_instance:
                 for name in sorted(registry.templates):
                     self._index(registry.template(name).instantiate(self._scanned))
                 self._scanned += 1
-                task = self._by_instruction.get(instruction)
+                task = self._find(user_texts)
         if task is None:
+            first = user_texts[0] if user_texts else ""
             raise LookupError(f"no task instance (< {self._max_instance}) has the instruction "
-                              f"{instruction[:80]!r}")
+                              f"{first[:80]!r}")
         return task
 
+    def _find(self, user_texts: Sequence[str]) -> TaskInstance | None:
+        for text in user_texts:
+            if text in self._by_instruction:
+                return self._by_instruction[text]
+        found = [(len(i), t) for i, t in self._by_instruction.items()
+                 if any(i in text for text in user_texts)]
+        return max(found, key=lambda pair: pair[0])[1] if found else None
 
-def transcript(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any, ToolResult]]:
-    """The (tool, arguments, result) exchanges of a conversation, in order.
+
+class ToolNames:
+    """How one request names the task's tools: each offered name that ends in a known tool's
+    name (after a separator such as ``__`` or ``-``) stands for that tool."""
+
+    def __init__(self, offered: Iterable[str], known: Iterable[str]) -> None:
+        known = sorted(set(known), key=len, reverse=True)  # longest first
+        self._to_canonical: dict[str, str] = {}
+        self._to_offered: dict[str, str] = {}
+        for name in offered:
+            canonical = _canonical(name, known)
+            if canonical is not None:
+                self._to_canonical[name] = canonical
+                self._to_offered.setdefault(canonical, name)
+
+    @property
+    def canonical(self) -> set[str]:
+        return set(self._to_offered)
+
+    def canonical_of(self, offered: str) -> str:
+        return self._to_canonical.get(offered, offered)
+
+    def offered(self, canonical: str) -> str:
+        return self._to_offered.get(canonical, canonical)
+
+
+def _canonical(name: str, known: Sequence[str]) -> str | None:
+    if name in known:
+        return name
+    for tool in known:
+        if name.endswith(tool) and name[-len(tool) - 1] in NAME_SEPARATORS:
+            return tool
+    return None
+
+
+def result_body(text: Any) -> Any:
+    """The JSON value of a tool result as the sandbox produced it, from what a harness put in
+    the conversation: the text itself, or that text wrapped in a list of content parts, an MCP
+    ``CallToolResult``-shaped object, a ``{"result": …}`` object, or surrounding prose."""
+    if isinstance(text, list):  # content parts
+        text = "".join(str(p.get("text", "")) for p in text if isinstance(p, Mapping))
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return _embedded_object(text)
+    if isinstance(value, list) and value and all(isinstance(p, Mapping) and "text" in p
+                                                 for p in value):
+        return result_body(value)
+    if isinstance(value, Mapping):
+        content = value.get("content")
+        if isinstance(content, list) and set(value) <= {"content", "isError", "is_error",
+                                                        "structuredContent", "_meta"}:
+            return result_body(content)
+        if set(value) == {"result"} and isinstance(value["result"], str | list):
+            return result_body(value["result"])
+        if set(value) == {"output"} and isinstance(value["output"], str | list):
+            return result_body(value["output"])
+    return value
+
+
+def _embedded_object(text: str) -> Any:
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return result_body(json.dumps(value))
+    return None
+
+
+def transcript(messages: Sequence[Mapping[str, Any]], names: ToolNames | None = None
+               ) -> list[tuple[str, Any, ToolResult]]:
+    """The (tool, arguments, result) exchanges of a conversation, in order, with tools under
+    their own names (``names`` maps a harness's names back).
 
     Results are rebuilt from the tool message text; a result is an error exactly when its body
     has a top-level ``error`` object, which is how every Limbo tool error is shaped. Exchanges
@@ -158,16 +258,19 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any, To
             if str(call.get("id")) not in results:
                 continue
             function = call.get("function") or {}
+            body = result_body(results[str(call.get("id"))])
             try:
-                body = json.loads(results[str(call.get("id"))])
                 arguments = json.loads(function.get("arguments") or "{}")
             except (TypeError, ValueError):
                 continue
-            error = body.get("error") if isinstance(body, dict) else None
+            if not isinstance(body, dict):
+                continue
+            error = body.get("error")
             is_error = isinstance(error, dict)
             if is_error and error.get("type") in HARNESS_ERROR_TYPES:
                 continue
-            exchanges.append((str(function.get("name")), arguments,
+            name = str(function.get("name"))
+            exchanges.append((names.canonical_of(name) if names else name, arguments,
                               ToolResult(body, is_error=is_error)))
     return exchanges
 

@@ -1,20 +1,27 @@
-"""A local OpenAI-compatible chat-completions server whose "model" is a Python callable.
+"""A local OpenAI-compatible model server whose "model" is a Python callable.
 
-It exists so that the litellm scaffold can be exercised end to end — real litellm, real HTTP,
-real provider-error mapping — without a network, an API key or a model. A *scripted model* is any
-callable from the parsed request (:class:`ChatRequest`) to a :class:`Reply`: tool calls, text, or
-an HTTP error such as 429 with ``Retry-After`` or 500, each with optional latency. Ready-made
-scripted models live in :mod:`limbo_plugin.testing.models`.
+It exists so that model-backed agents — the litellm scaffold and the production harness CLIs —
+can be exercised end to end (real litellm, real HTTP, real CLIs, real provider-error mapping)
+without a network, an API key or a model. A *scripted model* is any callable from the parsed
+request (:class:`ChatRequest`) to a :class:`Reply`: tool calls, text, or an HTTP error such as 429
+with ``Retry-After`` or 500, each with optional latency. Ready-made scripted models live in
+:mod:`limbo_plugin.testing.models`.
+
+It speaks the two protocols agents use:
+
+- ``POST /v1/chat/completions``, plain or streamed (``"stream": true``: ``chat.completion.chunk``
+  events, a final usage chunk, ``[DONE]``), as litellm, Copilot CLI and Hermes send it;
+- ``POST /v1/responses``, plain or streamed as Server-Sent Events, as Codex CLI sends it (see
+  :mod:`limbo_plugin.testing.responses_wire`). A Responses request reaches the scripted model as
+  the equivalent chat request, so every scripted model serves both protocols.
 
 Design notes:
 
-- ``ThreadingHTTPServer`` speaking HTTP/1.1 keep-alive, so concurrent episodes (threads or
-  processes) are served in parallel and litellm's pooled connections are reused.
-- ``TCP_NODELAY`` is set on every accepted socket. Without it the response headers and body go
-  out in two small segments and Nagle's algorithm plus the client's delayed ACK add ~40–45 ms to
-  every call, which would dominate any overhead measurement.
+- ``ThreadingHTTPServer`` speaking HTTP/1.1 keep-alive with ``TCP_NODELAY`` on every socket
+  (:mod:`limbo_plugin.server.loopback`): concurrent episodes are served in parallel, pooled
+  connections are reused, and no call waits ~40 ms on Nagle's algorithm.
 - Every request is recorded (:attr:`OpenAIServer.requests`) so tests can assert exactly which
-  messages a condition changed.
+  messages a condition changed; :attr:`ChatRequest.raw` keeps a Responses request as it came.
 
 Run it for manual experiments with a scripted policy as the model::
 
@@ -29,15 +36,17 @@ import argparse
 import contextlib
 import json
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from limbo_plugin.server.loopback import LoopbackHTTPServer
+from limbo_plugin.testing import responses_wire
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 DUMMY_API_KEY = "sk-limbo-local"
@@ -75,10 +84,13 @@ class Reply:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """A parsed ``POST /v1/chat/completions`` body, as the scripted model and the tests see it."""
+    """A parsed request as the scripted model and the tests see it: a chat-completions body
+    (for a Responses request, the equivalent one; the original is :attr:`raw`)."""
 
     body: dict[str, Any]
     received_at: float = 0.0
+    protocol: str = "chat"
+    raw: dict[str, Any] | None = None
 
     @property
     def model(self) -> str:
@@ -108,61 +120,43 @@ class ChatRequest:
                 return _text(message.get("content"))
         return ""
 
+    @property
+    def user_texts(self) -> list[str]:
+        """Every user message's text, in order (harnesses add their own before the task)."""
+        return [_text(m.get("content")) for m in self.messages if m.get("role") == "user"]
+
 
 ScriptedModel = Callable[[ChatRequest], Reply]
 
 
-class _Server(ThreadingHTTPServer):
-    """Threading server that sets TCP_NODELAY and can drop its keep-alive connections on stop."""
-
-    daemon_threads = True
-    block_on_close = False  # keep-alive handler threads would otherwise block server_close()
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], owner: OpenAIServer) -> None:
-        self.owner = owner
-        self.connections: set[socket.socket] = set()
-        self.connections_lock = threading.Lock()
-        super().__init__(address, _Handler)
-
-    def get_request(self) -> tuple[socket.socket, Any]:
-        sock, address = super().get_request()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with self.connections_lock:
-            self.connections.add(sock)
-        return sock, address
-
-    def shutdown_request(self, request: Any) -> None:
-        with self.connections_lock:
-            self.connections.discard(request)
-        super().shutdown_request(request)
-
-    def drop_connections(self) -> None:
-        with self.connections_lock:
-            connections, self.connections = list(self.connections), set()
-        for sock in connections:
-            with contextlib.suppress(OSError):  # already closed by the client
-                sock.shutdown(socket.SHUT_RDWR)
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+
+    @property
+    def owner(self) -> OpenAIServer:
+        return self.server.owner  # type: ignore[attr-defined, no-any-return]
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.split("?", 1)[0].rstrip("/") not in CHAT_PATHS:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path not in CHAT_PATHS and path not in responses_wire.RESPONSES_PATHS:
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
         try:
             body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("the body is not a JSON object")
         except ValueError as exc:
             self._send(400, {"error": {"message": f"invalid JSON body: {exc}",
                                        "type": "invalid_request_error"}})
             return
-        owner = self.server.owner
-        request = ChatRequest(body=body, received_at=time.monotonic())
+        if path in CHAT_PATHS:
+            request = ChatRequest(body=body, received_at=time.monotonic())
+        else:
+            request = ChatRequest(body=responses_wire.chat_body(body),
+                                  received_at=time.monotonic(), protocol="responses", raw=body)
+        owner = self.owner
         owner._record(request)
         try:
             reply = owner.model(request)
@@ -176,11 +170,28 @@ class _Handler(BaseHTTPRequestHandler):
                      "type": _error_type(reply.status), "code": reply.status}
             self._send(reply.status, {"error": error}, reply.headers)
             return
-        self._send(200, completion_body(request, reply), reply.headers)
+        streamed = bool(body.get("stream"))
+        if request.protocol == "responses":
+            prompt, completion = token_counts(request, reply)
+            response = responses_wire.response_object(body, reply, request.turn, prompt,
+                                                       completion)
+            if streamed:
+                self._stream(responses_wire.sse(e) for e in
+                             responses_wire.stream_events(response))
+            else:
+                self._send(200, response, reply.headers)
+            return
+        completion_object = completion_body(request, reply)
+        if streamed:
+            self._stream(f"data: {json.dumps(chunk)}\n\n".encode()
+                         for chunk in completion_chunks(completion_object))
+        else:
+            self._send(200, completion_object, reply.headers)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
-            self._send(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+            self._send(200, {"object": "list", "data": [
+                {"id": "scripted", "object": "model", "created": 0, "owned_by": "limbo"}]})
             return
         self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
@@ -195,12 +206,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _stream(self, events: Iterator[bytes]) -> None:
+        """Server-Sent Events; the connection closes at the end (no length to announce)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for event in events:
+            self.wfile.write(event)
+        self.wfile.flush()
+        self.close_connection = True
+
     def log_message(self, format: str, *args: Any) -> None:
         """Silence per-request logging: thousands of lines per run help nobody."""
 
 
 class OpenAIServer:
-    """A scripted chat-completions endpoint on ``127.0.0.1``; use as a context manager.
+    """A scripted model endpoint on ``127.0.0.1`` (chat completions and Responses); use as a
+    context manager.
 
     ``model`` may be swapped between episodes. ``latency_s`` delays every reply (on the
     handler's own thread, so concurrent requests overlap as they would against a provider).
@@ -214,31 +238,23 @@ class OpenAIServer:
         self._host, self._port = host, port
         self._requests: list[ChatRequest] = []
         self._lock = threading.Lock()
-        self._httpd: _Server | None = None
+        self._httpd: LoopbackHTTPServer | None = None
         self._bound_port: int | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> OpenAIServer:
         if self._httpd is not None:
             return self
-        self._httpd = _Server((self._host, self._port), self)
-        self._bound_port = int(self._httpd.server_address[1])
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05},
-                                        name="limbo-openai-server", daemon=True)
-        self._thread.start()
+        httpd = LoopbackHTTPServer((self._host, self._port), _Handler)
+        httpd.owner = self  # type: ignore[attr-defined]
+        self._bound_port = httpd.port
+        self._httpd = httpd.serve_in_thread("limbo-openai-server")
         return self
 
     def stop(self) -> None:
         httpd, self._httpd = self._httpd, None
-        if httpd is None:
-            return
-        httpd.shutdown()
-        httpd.drop_connections()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if httpd is not None:
+            httpd.stop()
 
     def __enter__(self) -> OpenAIServer:
         return self.start()
@@ -286,20 +302,12 @@ def completion_body(request: ChatRequest, reply: Reply) -> dict[str, Any]:
     episode sends byte-identical requests (which the cassette tests rely on).
     """
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    calls = []
-    for index, call in enumerate(reply.tool_calls):
-        arguments = (call.arguments if isinstance(call.arguments, str)
-                     else json.dumps(dict(call.arguments), ensure_ascii=False))
-        calls.append({"id": call.id or f"call_{request.turn}_{index}", "type": "function",
-                      "function": {"name": call.name, "arguments": arguments}})
+    calls = _chat_calls(request, reply)
     if calls:
         message["tool_calls"] = calls
     if reply.reasoning_content is not None:
         message["reasoning_content"] = reply.reasoning_content
-    prompt = (reply.prompt_tokens if reply.prompt_tokens is not None
-              else estimate_tokens(request.body.get("messages"), request.body.get("tools")))
-    completion = (reply.completion_tokens if reply.completion_tokens is not None
-                  else estimate_tokens(message.get("content"), calls) + 1)
+    prompt, completion = token_counts(request, reply)
     return {
         "id": f"chatcmpl-scripted-{request.turn}",
         "object": "chat.completion",
@@ -310,6 +318,47 @@ def completion_body(request: ChatRequest, reply: Reply) -> dict[str, Any]:
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                   "total_tokens": prompt + completion},
     }
+
+
+def _chat_calls(request: ChatRequest, reply: Reply) -> list[dict[str, Any]]:
+    calls = []
+    for index, call in enumerate(reply.tool_calls):
+        arguments = (call.arguments if isinstance(call.arguments, str)
+                     else json.dumps(dict(call.arguments), ensure_ascii=False))
+        calls.append({"id": call.id or f"call_{request.turn}_{index}", "type": "function",
+                      "function": {"name": call.name, "arguments": arguments}})
+    return calls
+
+
+def token_counts(request: ChatRequest, reply: Reply) -> tuple[int, int]:
+    """``(prompt, completion)`` tokens: the reply's own counts, else a deterministic estimate."""
+    prompt = (reply.prompt_tokens if reply.prompt_tokens is not None
+              else estimate_tokens(request.body.get("messages"), request.body.get("tools")))
+    completion = (reply.completion_tokens if reply.completion_tokens is not None
+                  else estimate_tokens(reply.content, _chat_calls(request, reply)) + 1)
+    return prompt, completion
+
+
+def completion_chunks(completion: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """A ``chat.completion`` as the chunks a streaming provider sends: the role, the content,
+    each tool call whole, the finish reason, then a usage-only chunk."""
+    base = {k: completion[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    choice = completion["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    if message.get("reasoning_content"):
+        yield chunk({"reasoning_content": message["reasoning_content"]})
+    if message.get("content"):
+        yield chunk({"content": message["content"]})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        yield chunk({"tool_calls": [{"index": index, **call}]})
+    yield chunk({}, choice["finish_reason"])
+    yield {**base, "choices": [], "usage": completion["usage"]}
 
 
 def estimate_tokens(*parts: Any) -> int:
