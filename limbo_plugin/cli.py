@@ -6,6 +6,7 @@
     limbo summary [RECORDS] [--markdown]
     limbo gate GATE [--records RECORDS] [--baseline PREVIOUS]
     limbo mcp --url URL [--token TOKEN] [--transport stdio|streamable-http]
+    limbo harness list | install [codex|copilot|hermes …]
 
 Evaluating an experiment is pytest's job (``pytest -k late_commit -n 16``); this command is for
 looking at what a run produced, or at a single world, without pytest.
@@ -54,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("mode")
     for name, default in RunConfig().model_dump().items():
         run.add_argument(f"--{name}", default=default)
+    run.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
+                     help="passed to the agent's model (api_base=…, temperature=0); repeatable")
     run.add_argument("--json", action="store_true", help="print the whole record as JSON")
     run.set_defaults(handler=cmd_run)
 
@@ -79,6 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
                          "launch this)")
     mcp_server.add_arguments(mcp)
     mcp.set_defaults(handler=mcp_server.run)
+
+    harness = sub.add_parser("harness", help="install and list the production harness CLIs")
+    harness_sub = harness.add_subparsers(dest="harness_command", required=True)
+    harness_list = harness_sub.add_parser("list", help="harness adapters, pinned and installed "
+                                          "versions")
+    harness_list.set_defaults(handler=cmd_harness_list)
+    harness_install = harness_sub.add_parser(
+        "install", help="install pinned harness CLIs into the cache (a no-op when present)")
+    harness_install.add_argument("names", nargs="*", metavar="NAME",
+                                 help="harnesses to install (default: codex copilot hermes)")
+    harness_install.set_defaults(handler=cmd_harness_install)
     return parser
 
 
@@ -117,11 +131,15 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from limbo_plugin.episode import run_episode
+    from limbo_plugin.experiments import check_run_value
+    from limbo_plugin.plugin import parse_model_options
 
     config = RunConfig(**{name: getattr(args, name) for name in RunConfig.model_fields})
+    check_run_value("agent", config.agent, None)
     key = EpisodeKey(template=args.template, instance=args.instance,
                      focal_write=args.focal_write, fault_mode=args.mode)
-    record = run_episode(key, config, registry=_registry(args))
+    options = {"model_options": parse_model_options(args.model_option)}
+    record = run_episode(key, config, registry=_registry(args), agent_options=options)
     if args.json:
         print(record.model_dump_json(indent=2))
     else:
@@ -176,6 +194,35 @@ def cmd_gate(args: argparse.Namespace) -> int:
                                                read_records(Path(args.baseline)))
     print("\n".join(result.lines()))
     return 0 if result.passed else 1
+
+
+def cmd_harness_list(args: argparse.Namespace) -> int:
+    from limbo_plugin.agents.harness_install import (
+        available_harnesses,
+        find_harness,
+        installed_executable,
+        version_of,
+    )
+
+    for name in available_harnesses():
+        spec = find_harness(name)
+        pinned = spec.install.package if spec.install else "(your own: no install step)"
+        executable = installed_executable(spec)
+        if executable is None:
+            state = "not installed"
+        else:
+            command = tuple(spec.version_command) if spec.version_command else None
+            state = f"installed: {version_of(str(executable), command) or '?'} ({executable})"
+        print(f"{name:10} {pinned:34} {state}")
+    return 0
+
+
+def cmd_harness_install(args: argparse.Namespace) -> int:
+    from limbo_plugin.agents.harness_install import BUILT_IN, find_harness, install
+
+    for name in args.names or BUILT_IN:
+        install(find_harness(name), log=lambda line: print(line, flush=True))
+    return 0
 
 
 def print_record(record: EpisodeRecord) -> None:

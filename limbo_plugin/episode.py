@@ -55,7 +55,7 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *,
     session = AgentSession(
         task=task, instruction=task.instruction(config.instruction),
         tools=list(world.tools.values()), caller=caller, world=world, trace=trace,
-        condition=config.condition, fault_fired=lambda: transport.fired,
+        condition=config.condition, fault_fired=lambda: transport.fired, episode_id=key.id,
     )
     agent = agent or make_agent(config.agent, agent_options)
     error: str | None = None
@@ -96,6 +96,7 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *,
         sim_seconds=sim_seconds, escalations=world.escalations,
         expected_failure=expected_failure(mode.name, focal_def),
         error=error, usage=session.usage if session.usage.model_calls else None,
+        harness=session.harness,
         trace=entries, ledger=world.ledger.to_json(),
     )
 

@@ -34,8 +34,9 @@ FAMILY_MARKERS = {
 }
 OPTIONS: dict[str, tuple[str, str]] = {
     # dest: (flag, help); every one can also be set in pytest.ini as limbo_<dest>
-    "agent": ("--agent", "agent to evaluate: scripted:<policy>, litellm:<model> "
-              "(default scripted:verify_first)"),
+    "agent": ("--agent", "agent to evaluate: scripted:<policy>, mcp:<policy>, litellm:<model>, "
+              "harness:<codex|copilot|hermes>:<model>, harness:command:<name|path>, "
+              "python:<module>:<callable> (default scripted:verify_first)"),
     "contract": ("--contract", "contract variant: native or keys_everywhere"),
     "docs": ("--docs", "documentation variant: default, no_consistency_docs, explicit"),
     "instruction": ("--instruction", "instruction variant: default or no_cue"),
@@ -138,6 +139,7 @@ class LimboState:
             "provider_backoff_s": _positive_float("--limbo-provider-backoff",
                                                   option(config, "limbo_provider_backoff"),
                                                   allow_zero=True),
+            "reports_dir": str(self.records_path.parent),  # harness transcripts go here
         }
         if self.agent_options["cassette_mode"] not in ("record", "replay", "auto"):
             raise UsageError("--limbo-cassette-mode must be record, replay or auto")
@@ -374,8 +376,8 @@ class EpisodeItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> Any:
-        if isinstance(excinfo.value, EpisodeFailure | InfrastructureFailure):
-            return str(excinfo.value)
+        if isinstance(excinfo.value, EpisodeFailure | InfrastructureFailure | LimboError):
+            return str(excinfo.value)  # e.g. a harness agent without --model-option api_base
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:

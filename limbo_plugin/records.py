@@ -79,6 +79,22 @@ class Usage(BaseModel):
     model_calls: int = 0
 
 
+class HarnessRun(BaseModel):
+    """How an agent CLI ran (harness agents only): what ran, for how long, and where its own
+    transcript is. Tokens are in :attr:`EpisodeRecord.usage`; wall time is real time, not
+    simulated time, and so differs between otherwise identical runs."""
+
+    name: str
+    version: str | None = None
+    wall_s: float
+    exit_code: int | None = None
+    timed_out: bool = False
+    stopped_after_end: bool = False
+    tool_listings: int = 0
+    tool_calls: int = 0
+    transcript: str | None = None
+
+
 class Grade(BaseModel):
     """What the grader decides from the ledger and the final report alone (SPEC §5)."""
 
@@ -130,6 +146,7 @@ class EpisodeRecord(Grade):
     expected_failure: str | None = None
     error: str | None = None
     usage: Usage | None = None
+    harness: HarnessRun | None = None
     trace: list[TraceEntry] = Field(default_factory=list)
     ledger: list[dict[str, Any]] = Field(default_factory=list)
 

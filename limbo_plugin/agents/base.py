@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from limbo_plugin.errors import LimboError
-from limbo_plugin.records import TraceEntry, Usage
+from limbo_plugin.records import HarnessRun, TraceEntry, Usage
 from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult
 
 if TYPE_CHECKING:
@@ -82,8 +82,10 @@ class AgentSession:
 
     def __init__(self, *, task: TaskInstance, instruction: str, tools: list[ToolDefinition],
                  caller: ToolCaller, world: World, trace: TraceLog, condition: str = "vanilla",
-                 budget: int = TOOL_CALL_BUDGET, fault_fired: Any = None) -> None:
+                 budget: int = TOOL_CALL_BUDGET, fault_fired: Any = None,
+                 episode_id: str | None = None) -> None:
         self.task = task
+        self.episode_id = episode_id
         self.instruction = instruction
         self.tools = tools
         self.condition = condition
@@ -93,6 +95,7 @@ class AgentSession:
         self.over = False
         self.end_reason: str | None = None
         self.focal_call_index: int | None = None
+        self.harness: HarnessRun | None = None
         self._caller = caller
         self._world = world
         self._trace = trace

@@ -41,8 +41,26 @@ REFLECTION_MESSAGE = (
 )
 """Sent as a user message after any turn with a tool error in the ``reflect`` condition."""
 
+HARNESS_PREAMBLE = (
+    "You are an autonomous operations agent at ACME Corp. Complete the task below using ONLY "
+    "the tools of the ‘acme’ MCP server; they act on live production systems. Do not use shell, "
+    "file, web or any other tools, and do not write code. The user is not available while you "
+    "work, so do not ask questions; use the escalate_to_human tool only if you need the on-call "
+    "operator to intervene. Follow the task instructions exactly. When the task is complete, or "
+    "if you cannot make further progress, call the finish tool with status \"completed\", "
+    "\"partial\" or \"failed\", a brief summary, and a list of any operations whose outcome "
+    "you are not certain about. Task:"
+)
+"""Prepended to the task for production harnesses (E3), which keep their own system prompts.
+(The extracted paper text quotes ‘acme‘ with two opening quotes; the closing one is restored.)"""
+
 CONTINUATION_NUDGE = "Continue the task using the tools. When you are done, call finish."
 """Sent as a user message after a turn without a tool call."""
+
+
+def harness_prompt(instruction: str) -> str:
+    """What a harness is asked: the preamble, then the task."""
+    return f"{HARNESS_PREAMBLE} {instruction}"
 
 
 def system_prompt(condition: str) -> str:

@@ -10,9 +10,15 @@ copy of ``limbo_plugin`` was imported from, and the token travels in the environ
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from limbo_plugin.server.wire import SERVER_NAME, TOKEN_ENV, URL_ENV
 
@@ -44,3 +50,56 @@ def mcp_launch(url: str, token: str) -> McpLaunch:
         env={TOKEN_ENV: token, URL_ENV: url, "PYTHONPATH": python_path,
              "PYTHONUNBUFFERED": "1"},
     )
+
+
+@contextmanager
+def mcp_http_server(url: str, token: str, *, host: str = "127.0.0.1",
+                    startup_timeout_s: float = 60.0) -> Iterator[str]:
+    """Run ``limbo mcp --transport streamable-http`` for one episode; yield its MCP URL.
+
+    For agents that take an MCP server by URL rather than by command. The server picks a free
+    port and announces its URL on stderr, which is read here; it is stopped on exit.
+    """
+    launch = mcp_launch(url, token)
+    argv = [*launch.argv, "--transport", "streamable-http", "--host", host, "--port", "0"]
+    process = subprocess.Popen(argv, env={**os.environ, **launch.env}, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        found = _announced_url(process, startup_timeout_s)
+        threading.Thread(target=_drain, args=(process.stderr,), daemon=True).start()
+        yield found
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _announced_url(process: subprocess.Popen[str], timeout_s: float) -> str:
+    assert process.stderr is not None
+    lines: list[str] = []
+    result: list[str] = []
+
+    def read() -> None:
+        for line in process.stderr:  # type: ignore[union-attr]
+            lines.append(line)
+            match = re.search(r"serving streamable HTTP at (\S+)", line)
+            if match:
+                result.append(match.group(1))
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    if not result:
+        tail = " ".join(line.strip() for line in lines[-3:])
+        raise RuntimeError(f"limbo mcp (streamable HTTP) did not start: {tail or 'no output'}")
+    return result[0]
+
+
+def _drain(stream: Any) -> None:
+    for _ in stream:
+        pass

@@ -34,6 +34,8 @@ from limbo_plugin.toolapi import ToolResult
 
 INSTRUCTION_VARIANTS = ("default", "no_cue")
 HARNESS_ERROR_TYPES = ("unknown_tool", "invalid_arguments")
+WRAPPER_KEYS = ("result", "output", "error", "content")
+"""Single keys under which a harness may nest a tool's result text."""
 NAME_SEPARATORS = "_-./:"
 """What may precede a tool's own name inside a harness's name for it (``mcp__acme__wait``)."""
 """Tool errors caused by a malformed call itself; :class:`PolicyModel` ignores those exchanges
@@ -201,7 +203,8 @@ def _canonical(name: str, known: Sequence[str]) -> str | None:
 def result_body(text: Any) -> Any:
     """The JSON value of a tool result as the sandbox produced it, from what a harness put in
     the conversation: the text itself, or that text wrapped in a list of content parts, an MCP
-    ``CallToolResult``-shaped object, a ``{"result": …}`` object, or surrounding prose."""
+    ``CallToolResult``-shaped object, a ``{"result": "…"}`` or ``{"error": "…"}`` object, or
+    surrounding prose (Codex prefixes the wall time, Hermes fences results as untrusted data)."""
     if isinstance(text, list):  # content parts
         text = "".join(str(p.get("text", "")) for p in text if isinstance(p, Mapping))
     if not isinstance(text, str):
@@ -218,10 +221,12 @@ def result_body(text: Any) -> Any:
         if isinstance(content, list) and set(value) <= {"content", "isError", "is_error",
                                                         "structuredContent", "_meta"}:
             return result_body(content)
-        if set(value) == {"result"} and isinstance(value["result"], str | list):
-            return result_body(value["result"])
-        if set(value) == {"output"} and isinstance(value["output"], str | list):
-            return result_body(value["output"])
+        if len(value) == 1:  # {"result": "<text>"}, or {"error": "<text>"} for a tool error
+            (key, inner), = value.items()
+            if key in WRAPPER_KEYS and isinstance(inner, str | list):
+                unwrapped = result_body(inner)
+                if isinstance(unwrapped, dict):
+                    return unwrapped
     return value
 
 

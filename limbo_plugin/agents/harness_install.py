@@ -1,0 +1,162 @@
+"""Finding harness adapters, and installing the pinned harness CLIs into a cache.
+
+Each built-in adapter pins its CLI (``install:`` in its YAML). ``limbo harness install`` puts it
+in ``<cache>/<name>/<version>/`` — an npm prefix for Codex and Copilot, a virtual environment for
+Hermes, whose ``mcp`` pin clashes with Limbo's — and marks the directory complete only when the
+installer succeeded, so an interrupted install is redone rather than used. The cache is
+``$LIMBO_HARNESS_CACHE``, else ``~/.cache/limbo/harnesses``; installing what is already there is
+a no-op, which is what lets CI call it before every run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+from limbo_plugin.agents.harness_spec import HarnessSpec, load_harness
+from limbo_plugin.errors import LimboError, UsageError
+
+CACHE_ENV = "LIMBO_HARNESS_CACHE"
+MARKER = ".limbo-installed"
+BUILT_IN = ("codex", "copilot", "hermes")
+
+
+def cache_root() -> Path:
+    configured = os.environ.get(CACHE_ENV)
+    return Path(configured).expanduser() if configured else \
+        Path.home() / ".cache" / "limbo" / "harnesses"
+
+
+# -- finding adapters ------------------------------------------------------------------------------
+def harness_dirs() -> list[Path]:
+    """Where adapters are looked up by name: the project's ``specs/harnesses`` first, then the
+    specs Limbo ships."""
+    from limbo_plugin.spec.registry import default_specs_dir
+
+    shipped = Path(__file__).resolve().parents[2] / "specs" / "harnesses"
+    dirs = [Path.cwd() / "specs" / "harnesses", default_specs_dir() / "harnesses", shipped]
+    unique: list[Path] = []
+    for directory in dirs:
+        if directory.resolve() not in [d.resolve() for d in unique]:
+            unique.append(directory)
+    return unique
+
+
+def available_harnesses() -> list[str]:
+    names = {p.stem for d in harness_dirs() if d.is_dir() for p in d.glob("*.yaml")}
+    return sorted(names)
+
+
+def harness_path(name_or_path: str) -> Path:
+    """The adapter file for a name (``codex``) or a path (``./my-agent.yaml``)."""
+    if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path:
+        path = Path(name_or_path).expanduser()
+        if not path.is_file():
+            raise UsageError(f"harness file {name_or_path} does not exist")
+        return path
+    for directory in harness_dirs():
+        path = directory / f"{name_or_path}.yaml"
+        if path.is_file():
+            return path
+    raise UsageError(f"unknown harness {name_or_path!r}; known: "
+                     f"{', '.join(available_harnesses()) or 'none'} (or give a path to a YAML "
+                     "file)")
+
+
+def find_harness(name_or_path: str) -> HarnessSpec:
+    return load_harness(harness_path(name_or_path))
+
+
+# -- installing ------------------------------------------------------------------------------------
+def install_dir(spec: HarnessSpec) -> Path:
+    assert spec.install is not None
+    return cache_root() / spec.name / spec.install.version
+
+
+def installed_executable(spec: HarnessSpec) -> Path | None:
+    """The pinned CLI in the cache, if a completed install is there."""
+    if spec.install is None:
+        return None
+    root = install_dir(spec)
+    if not (root / MARKER).is_file():
+        return None
+    sub = ("node_modules", ".bin") if spec.install.npm else ("bin",)
+    executable = root.joinpath(*sub, spec.install.executable)
+    return executable if executable.exists() else None
+
+
+def resolve_executable(spec: HarnessSpec) -> str:
+    """The CLI to run: the pinned install, else the same program on ``PATH``."""
+    pinned = installed_executable(spec)
+    if pinned is not None:
+        return str(pinned)
+    program = spec.install.executable if spec.install else spec.command[0]
+    if "{" not in program:
+        found = shutil.which(program)
+        if found:
+            return found
+    if spec.install is not None:
+        raise UsageError(f"harness {spec.name} is not installed: run `limbo harness install "
+                         f"{spec.name}` (installs {spec.install.package} into {cache_root()})")
+    raise UsageError(f"harness {spec.name}: program {program!r} is not on PATH")
+
+
+def install(spec: HarnessSpec, log: Callable[[str], None] = print) -> Path:
+    """Install the pinned CLI unless a completed install is already cached; return it."""
+    if spec.install is None:
+        raise UsageError(f"harness {spec.name} declares no install step")
+    done = installed_executable(spec)
+    if done is not None:
+        log(f"{spec.name} {spec.install.version}: already installed ({done})")
+        return done
+    root = install_dir(spec)
+    if root.exists():
+        shutil.rmtree(root)  # an interrupted install: start over
+    root.mkdir(parents=True)
+    log(f"{spec.name}: installing {spec.install.package} into {root} …")
+    if spec.install.npm is not None:
+        npm = shutil.which("npm")
+        if npm is None:
+            raise LimboError(f"cannot install {spec.name}: npm is not on PATH (Node.js is needed)")
+        _run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix",
+              str(root), spec.install.package], spec)
+    else:
+        python = spec.install.python or sys.executable
+        _run([python, "-m", "venv", str(root)], spec)
+        _run([str(root / "bin" / "python"), "-m", "pip", "install", "--quiet",
+              spec.install.package], spec)
+    (root / MARKER).write_text(spec.install.package + "\n")
+    executable = installed_executable(spec)
+    if executable is None:
+        raise LimboError(f"installed {spec.install.package} but found no "
+                         f"{spec.install.executable!r} executable under {root}")
+    log(f"{spec.name}: installed {executable}")
+    return executable
+
+
+def _run(argv: list[str], spec: HarnessSpec) -> None:
+    result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        raise LimboError(f"cannot install {spec.name}: `{' '.join(argv[:4])} …` exited with "
+                         f"{result.returncode}: {' / '.join(tail)}")
+
+
+@cache
+def version_of(executable: str, command: tuple[str, ...] | None) -> str | None:
+    """The CLI's own version line (first line of ``version_command``), once per process."""
+    if not command:
+        return None
+    argv = [executable if part == "{executable}" else part for part in command]
+    try:
+        result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                timeout=60, env={**os.environ, "NO_COLOR": "1"})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (result.stdout or result.stderr).strip().splitlines()
+    return lines[0].strip() if lines else None

@@ -1,0 +1,233 @@
+"""Harness adapters as data: the model of ``specs/harnesses/<name>.yaml`` and its templating.
+
+A production agent CLI is driven by configuration, not code: which files to write into a
+throwaway home, which environment to set, which command line to run, how long to wait, and where
+it leaves its transcript and token counts. Keeping that in YAML means a new CLI version, or a
+user's own MCP-capable agent (``--agent harness:command:<name>``), is a file, not a patch; one
+runner (:mod:`limbo_plugin.agents.harness`) executes any of them.
+
+Strings in ``env``, ``files``, ``command`` and the transcript/usage sources may contain
+placeholders, filled per episode (``{{`` and ``}}`` stand for literal braces). A string that is
+exactly one placeholder takes the placeholder's value whole, so ``"{mcp_args}"`` becomes a list
+and ``"{mcp_env}"`` a mapping inside a config file, and ``"{tools}"`` in a command line is
+spliced in as several arguments.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from limbo_plugin.errors import SpecError
+from limbo_plugin.spec.loader import LoadedYaml, format_path, load_yaml, validate
+
+PLACEHOLDERS: dict[str, str] = {
+    "executable": "the harness CLI (installed by `limbo harness install`, or found on PATH)",
+    "home": "the episode's throwaway home directory (HOME)",
+    "workdir": "the episode's empty working directory",
+    "cache": "a per-harness cache directory shared by episodes (package unpacking and such)",
+    "prompt": "the harness preamble (paper A.2) followed by the task",
+    "preamble": "the harness preamble alone",
+    "task": "the task instruction alone",
+    "model": "the model name",
+    "api_base": "the OpenAI-compatible model gateway (--model-option api_base=…)",
+    "api_key": "the gateway key (--model-option api_key=…, or the variable api_key_env names)",
+    "server": "the MCP server's name (acme)",
+    "mcp_command": "the program that starts the stdio MCP server",
+    "mcp_args": "its arguments (a list)",
+    "mcp_env": "the environment it needs (a mapping; carries the episode's token)",
+    "mcp_url": "the MCP server's streamable-HTTP URL (mcp_transport: streamable-http)",
+    "tools": "the harness's names for the episode's tools (a list, from tool_name)",
+    "timeout_s": "the wall-clock limit in seconds",
+}
+STDIO_ONLY = frozenset({"mcp_command", "mcp_args", "mcp_env"})
+HTTP_ONLY = frozenset({"mcp_url"})
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InstallSpec(_Strict):
+    """Where the pinned CLI comes from: an npm package or a pip requirement, in its own
+    directory under the harness cache (``<cache>/<name>/<version>``)."""
+
+    npm: str | None = None
+    pip: str | None = None
+    version: str = Field(min_length=1)
+    executable: str = Field(min_length=1)
+    python: str | None = None
+    """For pip: the interpreter to build the venv with (default: the one running Limbo)."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> InstallSpec:
+        if (self.npm is None) == (self.pip is None):
+            raise ValueError("give exactly one of npm (a package) or pip (a requirement)")
+        return self
+
+    @property
+    def package(self) -> str:
+        """``name@version`` (npm) or ``requirement==version`` (pip)."""
+        if self.npm is not None:
+            return f"{self.npm}@{self.version}"
+        return f"{self.pip}=={self.version}"
+
+
+class FileSpec(_Strict):
+    """A file written before the run; ``content`` is rendered as ``format``."""
+
+    path: str
+    format: Literal["json", "toml", "yaml", "text"] = "text"
+    content: Any = None
+
+
+class SourceSpec(_Strict):
+    """A transcript source: ``stdout``, ``stderr``, or a glob under the home directory; for a
+    SQLite file, ``query`` exports its rows as JSON lines."""
+
+    source: str
+    query: str | None = None
+
+
+class UsageSpec(_Strict):
+    """Where token counts are: JSON lines (sum ``prompt_tokens``/``completion_tokens``, dotted
+    paths, over events matching ``where``) or a SQLite query returning
+    ``(prompt, completion, model calls)``."""
+
+    source: str
+    format: Literal["jsonl", "sqlite"] = "jsonl"
+    where: dict[str, Any] = Field(default_factory=dict)
+    prompt_tokens: str | None = None
+    completion_tokens: str | None = None
+    query: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> UsageSpec:
+        if self.format == "sqlite" and not self.query:
+            raise ValueError("a sqlite usage source needs a query")
+        if self.format == "jsonl" and not (self.prompt_tokens and self.completion_tokens):
+            raise ValueError("a jsonl usage source needs prompt_tokens and completion_tokens")
+        return self
+
+
+class HarnessSpec(_Strict):
+    """One harness adapter (``specs/harnesses/<name>.yaml``)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    description: str = ""
+    install: InstallSpec | None = None
+    version_command: list[str] | None = None
+    wire: Literal["chat", "responses"] = "chat"
+    """What the harness speaks to its model (informational: the gateway must speak it)."""
+    model: str | None = None
+    """Default model for ``harness:command:<name>`` (else ``--model-option model=…``)."""
+    mcp_transport: Literal["stdio", "streamable-http"] = "stdio"
+    tool_name: str = "{tool}"
+    """How the harness names an MCP tool to its model, from ``{server}`` and ``{tool}``."""
+    env: dict[str, str] = Field(default_factory=dict)
+    passenv: list[str] = Field(default_factory=list)
+    """Variables of Limbo's own environment passed through (besides PATH, locale, proxies)."""
+    files: list[FileSpec] = Field(default_factory=list)
+    command: list[str] = Field(min_length=1)
+    timeout_s: float = Field(default=600.0, gt=0)
+    grace_s: float = Field(default=15.0, ge=0)
+    """After the episode ends (finish, or the call budget), how long the CLI may take to exit
+    before it is stopped."""
+    transcript: list[SourceSpec] = Field(default_factory=lambda: [SourceSpec(source="stdout")])
+    usage: UsageSpec | None = None
+    _file: str = PrivateAttr(default="")
+
+    @field_validator("tool_name")
+    @classmethod
+    def _tool_named(cls, value: str) -> str:
+        if "{tool}" not in value:
+            raise ValueError("tool_name must contain {tool}")
+        return value
+
+    @property
+    def file(self) -> str:
+        """The YAML file this adapter was loaded from."""
+        return self._file
+
+
+def load_harness(path: str | Path) -> HarnessSpec:
+    """Load and check one adapter; any problem is one :class:`SpecError` with file:line."""
+    doc = load_yaml(path)
+    spec = validate(doc, HarnessSpec)
+    _check_placeholders(doc, spec)
+    spec._file = str(path)
+    return spec
+
+
+def _check_placeholders(doc: LoadedYaml, spec: HarnessSpec) -> None:
+    allowed = set(PLACEHOLDERS)
+    allowed -= HTTP_ONLY if spec.mcp_transport == "stdio" else STDIO_ONLY
+    for path, text in _strings(doc.data, ()):
+        if path and path[0] in ("description", "tool_name", "name", "install"):
+            continue
+        for name in placeholders_in(text):
+            if name not in allowed:
+                hint = ""
+                if name in PLACEHOLDERS:
+                    hint = f" (not with mcp_transport: {spec.mcp_transport})"
+                raise SpecError(doc.file, f"unknown placeholder {{{name}}}{hint}; valid: "
+                                + ", ".join(sorted(allowed)),
+                                line=doc.line_of(path), path=format_path(path))
+
+
+def _strings(value: Any, path: tuple[str | int, ...]) -> Any:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, (*path, index))
+
+
+def placeholders_in(text: str) -> list[str]:
+    return [m.group(1) for m in _PLACEHOLDER.finditer(text) if m.group(1)]
+
+
+def render(value: Any, values: Mapping[str, Any]) -> Any:
+    """``value`` with placeholders filled (recursively through lists and mappings)."""
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole and whole.group(1):
+            return values[whole.group(1)]
+        return _PLACEHOLDER.sub(lambda m: _text(m, values), value)
+    if isinstance(value, Mapping):
+        return {render(k, values): render(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render(v, values) for v in value]
+    return value
+
+
+def render_command(command: list[str], values: Mapping[str, Any]) -> list[str]:
+    """The command line: list-valued placeholders standing alone are spliced in."""
+    argv: list[str] = []
+    for part in command:
+        rendered = render(part, values)
+        if isinstance(rendered, list):
+            argv.extend(str(item) for item in rendered)
+        else:
+            argv.append(str(rendered))
+    return argv
+
+
+def _text(match: re.Match[str], values: Mapping[str, Any]) -> str:
+    token = match.group(0)
+    if token == "{{":
+        return "{"
+    if token == "}}":
+        return "}"
+    value = values[match.group(1)]
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value)
