@@ -3,6 +3,82 @@
 The package is layered as ``agent ∘ conditions ∘ fault transport ∘ world``; the tool-call API in
 :mod:`limbo_plugin.toolapi` is the one seam every layer shares, and
 :class:`limbo_plugin.records.EpisodeRecord` is the one record every reporter reads.
+
+The public API, for evaluating your own agent (``--agent python:<module>:<callable>``) or
+driving episodes from Python::
+
+    from limbo_plugin import Agent, AgentSession, ToolResult, EpisodeKey, RunConfig, run_episode
+
+- :class:`Agent` — the protocol: a ``name`` and ``run(session)``;
+- :class:`AgentSession` — one episode as an agent sees it: ``instruction``, ``tools``
+  (:class:`ToolDefinition`: ``name``, ``description``, ``input_schema``, ``openai_tool()``),
+  ``call(name, arguments) -> ToolResult``, ``usage`` (add your tokens), ``over``;
+- :class:`ToolResult` — ``content`` (JSON), ``is_error``, ``text()`` (what to show a model);
+- :class:`EpisodeOver` — raised by ``call`` once the episode has ended (let it propagate);
+- :class:`InfrastructureError` — raise it when your agent could not run (provider down): the
+  episode is excluded and re-run on ``--limbo-resume``;
+- :class:`EpisodeKey`, :class:`RunConfig`, :func:`run_episode`, :class:`EpisodeRecord`,
+  :class:`Usage`, :class:`TraceEntry` — run one episode and read its graded record;
+- :class:`Sandbox` — a world behind its fault transport, to call tools by hand.
+
+Names are imported on first use, so ``import limbo_plugin`` stays cheap (the pytest plugin and
+``limbo mcp`` import this package at every start).
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "Agent": "limbo_plugin.agents.base",
+    "AgentSession": "limbo_plugin.agents.base",
+    "EpisodeOver": "limbo_plugin.agents.base",
+    "InfrastructureError": "limbo_plugin.agents.base",
+    "ToolCall": "limbo_plugin.toolapi",
+    "ToolResult": "limbo_plugin.toolapi",
+    "ToolDefinition": "limbo_plugin.contracts",
+    "EpisodeKey": "limbo_plugin.records",
+    "EpisodeRecord": "limbo_plugin.records",
+    "HarnessRun": "limbo_plugin.records",
+    "RunConfig": "limbo_plugin.records",
+    "TraceEntry": "limbo_plugin.records",
+    "Usage": "limbo_plugin.records",
+    "run_episode": "limbo_plugin.episode",
+    "Sandbox": "limbo_plugin.sandbox",
+}
+__all__ = [
+    "Agent", "AgentSession", "EpisodeKey", "EpisodeOver", "EpisodeRecord", "HarnessRun",
+    "InfrastructureError", "RunConfig", "Sandbox", "ToolCall", "ToolDefinition", "ToolResult",
+    "TraceEntry", "Usage", "__version__", "run_episode",
+]
+
+if TYPE_CHECKING:
+    from limbo_plugin.agents.base import Agent, AgentSession, EpisodeOver, InfrastructureError
+    from limbo_plugin.contracts import ToolDefinition
+    from limbo_plugin.episode import run_episode
+    from limbo_plugin.records import (
+        EpisodeKey,
+        EpisodeRecord,
+        HarnessRun,
+        RunConfig,
+        TraceEntry,
+        Usage,
+    )
+    from limbo_plugin.sandbox import Sandbox
+    from limbo_plugin.toolapi import ToolCall, ToolResult
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'limbo_plugin' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -78,6 +78,14 @@ class Usage(BaseModel):
     cost_usd: float = 0.0
     model_calls: int = 0
 
+    def add(self, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0,
+            calls: int = 1) -> None:
+        """Account for ``calls`` model calls (what an agent does after each model reply)."""
+        self.prompt_tokens += int(prompt_tokens or 0)
+        self.completion_tokens += int(completion_tokens or 0)
+        self.cost_usd += float(cost_usd or 0.0)
+        self.model_calls += calls
+
 
 class HarnessRun(BaseModel):
     """How an agent CLI ran (harness agents only): what ran, for how long, and where its own

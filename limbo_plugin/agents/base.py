@@ -7,6 +7,7 @@ which goes down through the conditions and the fault transport to the world.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -115,12 +116,14 @@ class AgentSession:
 
     def call(self, name: str, arguments: Any = None, *, call_id: str | None = None
              ) -> ToolResult:
+        """Call tool ``name``. ``arguments`` may be a mapping or the JSON text a model emitted;
+        malformed ones come back as a tool error, as from a real API. Raises
+        :class:`EpisodeOver` once the episode has ended."""
         if self.over:
             raise EpisodeOver(self.end_reason or "episode over")
         fired_before = bool(self._fault_fired and self._fault_fired())
         index, start = self._trace.reserve(), self._world.clock.now
-        call = ToolCall(name=name, arguments={} if arguments is None else arguments,
-                        origin="agent", call_id=call_id)
+        call = ToolCall(name=name, arguments=_parsed(arguments), origin="agent", call_id=call_id)
         result = self._caller.call(call)
         self._trace.add(index, start, self._world.clock.now, "agent", call, result)
         self.calls += 1
@@ -135,6 +138,21 @@ class AgentSession:
     def end(self, reason: str) -> None:
         if not self.over:
             self.over, self.end_reason = True, reason
+
+
+def _parsed(arguments: Any) -> Any:
+    """A JSON-text argument object parsed (so the trace, and the behaviour coder reading it,
+    see structured arguments whichever way an agent passed them); anything else unchanged for
+    the transport to accept or reject."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            return arguments
+        return value if isinstance(value, dict) else arguments
+    return arguments
 
 
 def _jsonable(value: Any) -> Any:

@@ -147,6 +147,7 @@ class HarnessAgent:
         tool_name = self.spec.tool_name.replace("{server}", SERVER_NAME)
         return {
             "executable": self.executable, "home": str(home), "workdir": str(workdir),
+            "spec_dir": str(Path(self.spec.file).resolve().parent) if self.spec.file else "",
             "cache": str(shared), "prompt": harness_prompt(session.instruction),
             "preamble": HARNESS_PREAMBLE, "task": session.instruction, "model": self.model,
             "api_base": self.api_base, "api_key": self.api_key, "server": SERVER_NAME,

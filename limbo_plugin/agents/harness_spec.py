@@ -27,6 +27,7 @@ from limbo_plugin.spec.loader import LoadedYaml, format_path, load_yaml, validat
 
 PLACEHOLDERS: dict[str, str] = {
     "executable": "the harness CLI (installed by `limbo harness install`, or found on PATH)",
+    "spec_dir": "the directory of this YAML file (for scripts kept beside it)",
     "home": "the episode's throwaway home directory (HOME)",
     "workdir": "the episode's empty working directory",
     "cache": "a per-harness cache directory shared by episodes (package unpacking and such)",

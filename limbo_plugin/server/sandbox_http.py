@@ -261,8 +261,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def send_error(self, code: int, message: str | None = None,
                    explain: str | None = None) -> None:
-        """Malformed request lines and unsupported methods get a JSON error too."""
+        """Malformed request lines and unsupported methods get a JSON error too (with a status
+        line and headers even when the request line was too broken to say HTTP/1.1)."""
         self.close_connection = True
+        if self.request_version == "HTTP/0.9":
+            self.request_version = self.protocol_version
         self._send(code, {"error": {"type": "bad_request",
                                     "message": message or f"HTTP {code}"}})
 

@@ -1,0 +1,58 @@
+"""Helpers of the harness-path tests: run code inside a real episode, and talk HTTP to the
+sandbox service the way ``limbo mcp`` does."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from limbo_plugin.agents.base import AgentSession
+from limbo_plugin.episode import run_episode
+from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+
+LOST_ACK = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
+                      fault_mode="timeout_post")
+LATE = EpisodeKey(template="release_announcement", instance=0, focal_write="email",
+                  fault_mode="timeout_late")
+
+
+class Probe:
+    """An agent that runs ``body(session)`` and keeps what it returns: a real episode (world,
+    fault, condition, trace) with the test in the agent's seat."""
+
+    name = "probe"
+
+    def __init__(self, body: Callable[[AgentSession], Any]) -> None:
+        self.body = body
+        self.result: Any = None
+
+    def run(self, session: AgentSession) -> None:
+        self.result = self.body(session)
+
+
+def in_episode(body: Callable[[AgentSession], Any], key: EpisodeKey = LOST_ACK,
+               config: RunConfig | None = None) -> tuple[Any, EpisodeRecord]:
+    probe = Probe(body)
+    record = run_episode(key, config or RunConfig(), agent=probe)
+    return probe.result, record
+
+
+def request(url: str, method: str, path: str, *, token: str | None = None,
+            body: Any = None, raw: bytes | None = None,
+            headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    """One request on a fresh connection; the JSON body of the answer (every answer has one)."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    sent = dict(headers or {})
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    try:
+        conn.request(method, path, body=data, headers=sent)
+        response = conn.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        conn.close()
