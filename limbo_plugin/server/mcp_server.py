@@ -131,6 +131,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.transport == "stdio":
             anyio.run(serve_stdio, client)
+            # The client closed the channel: nothing is left to send. Skipping the interpreter's
+            # teardown of the SDK's many modules saves ~0.3 s per episode, which a harness (or
+            # the stdio client's shutdown) would otherwise wait out.
+            client.close()
+            sys.stdout.flush()
+            os._exit(0)
         else:
             anyio.run(serve_http, client, args.host, args.port)
     except KeyboardInterrupt:

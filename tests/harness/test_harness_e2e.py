@@ -1,0 +1,101 @@
+"""End to end with the real production CLIs — Codex, Copilot, Hermes — each launching the real
+``limbo mcp``, with a scripted policy playing the model behind it through the scripted model
+server. Graded like any other episode: a harness is a faithful conduit exactly when each episode
+reaches the in-process policy's ledger, trace and grade.
+
+A CLI that is not installed (``limbo harness install``; ``.ci/run`` does it) is skipped with the
+reason shown, never passed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from limbo_plugin.agents.harness_install import (
+    BUILT_IN,
+    cache_root,
+    find_harness,
+    installed_executable,
+)
+from limbo_plugin.episode import run_episode
+from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.testing.models import PolicyModel
+from limbo_plugin.testing.openai_server import OpenAIServer
+
+LOST_ACK = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
+                      fault_mode="timeout_post")
+LATE_COMMIT = EpisodeKey(template="release_announcement", instance=0, focal_write="email",
+                         fault_mode="timeout_late")
+
+
+def _require(name: str) -> None:
+    spec = find_harness(name)
+    if installed_executable(spec) is None:
+        assert spec.install is not None
+        pytest.skip(f"{name} CLI ({spec.install.package}) is not installed in {cache_root()}: "
+                    f"`limbo harness install {name}` failed or was not run")
+
+
+def _episode(name: str, policy: str, key: EpisodeKey, server: OpenAIServer, reports: Path,
+             condition: str = "vanilla") -> EpisodeRecord:
+    server.model = PolicyModel(policy, max_instance=1)
+    options = {"model_options": server.model_options(), "reports_dir": str(reports)}
+    return run_episode(key, RunConfig(agent=f"harness:{name}:scripted", condition=condition),
+                       agent_options=options)
+
+
+def _graded(record: EpisodeRecord) -> dict[str, object]:
+    return record.model_dump(exclude={"agent", "usage", "harness"})
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_blind_retry_duplicates_a_lost_ack_and_verify_first_does_not(
+        name: str, model_server: OpenAIServer, tmp_path: Path) -> None:
+    _require(name)
+    outcomes = {}
+    for policy in ("blind_retry", "verify_first"):
+        for key in (LOST_ACK, LATE_COMMIT):
+            record = _episode(name, policy, key, model_server, tmp_path)
+            assert record.error is None, record.error
+            reference = run_episode(key, RunConfig(agent=f"scripted:{policy}"))
+            assert _graded(record) == _graded(reference), (name, policy, key.id)
+            assert record.harness is not None and record.harness.tool_listings >= 1
+            assert record.usage is not None and record.usage.prompt_tokens > 0
+            assert record.harness.transcript and Path(record.harness.transcript).is_dir()
+            outcomes[policy, key.fault_mode] = (record.duplicates, record.eos)
+    assert outcomes["blind_retry", "timeout_post"] == (1, False)
+    assert outcomes["verify_first", "timeout_post"] == (0, True)
+    # a late commit defeats verification on a key-less write: both duplicate
+    assert outcomes["verify_first", "timeout_late"] == (1, False)
+    assert outcomes["blind_retry", "timeout_late"] == (1, False)
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_the_guard_in_the_sandbox_protects_a_blind_harness(
+        name: str, model_server: OpenAIServer, tmp_path: Path) -> None:
+    _require(name)
+    record = _episode(name, "blind_retry", LOST_ACK, model_server, tmp_path, condition="guard")
+    reference = run_episode(LOST_ACK, RunConfig(agent="scripted:blind_retry", condition="guard"))
+    assert record.error is None, record.error
+    assert _graded(record) == _graded(reference)
+    assert record.harness_calls > 0 and record.duplicates == 0 and record.eos
+
+
+def test_a_harness_whose_mcp_server_cannot_start_is_an_infrastructure_error(
+        model_server: OpenAIServer, tmp_path: Path) -> None:
+    _require("codex")
+    spec = find_harness("codex").model_copy()
+    text = Path(spec.file).read_text().replace('command: "{mcp_command}"',
+                                               'command: "/nonexistent/limbo-mcp"')
+    broken = tmp_path / "codex-broken.yaml"
+    broken.write_text(text)
+    model_server.model = PolicyModel("verify_first", max_instance=1)
+    options = {"model_options": {**model_server.model_options(), "model": "scripted"},
+               "reports_dir": str(tmp_path)}
+    record = run_episode(LOST_ACK, RunConfig(agent=f"harness:command:{broken}"),
+                         agent_options=options)
+    assert record.error is not None and "its tools never loaded" in record.error
+    assert record.harness is not None and record.harness.tool_listings == 0
+    assert record.tool_calls == 0

@@ -1,0 +1,144 @@
+"""The harness runner, with a small MCP CLI whose behaviour each test picks: isolation, the
+wall-clock limit, stopping a CLI that lingers, infrastructure errors judged from the sandbox's
+log, usage and transcripts."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from limbo_plugin.agents.prompts import HARNESS_PREAMBLE
+from limbo_plugin.episode import run_episode
+from limbo_plugin.errors import UsageError
+from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.server.wire import TOKEN_ENV
+from limbo_plugin.testing.openai_server import OpenAIServer
+
+KEY = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
+                 fault_mode="timeout_post")
+
+
+def _run(path: Path, server: OpenAIServer, reports: Path, **model_options: Any
+         ) -> EpisodeRecord:
+    options = {"model_options": {**server.model_options(), **model_options},
+               "reports_dir": str(reports)}
+    return run_episode(KEY, RunConfig(agent=f"harness:command:{path}"), agent_options=options)
+
+
+def test_a_cli_that_finishes_is_graded_with_usage_and_a_transcript(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    record = _run(fake_harness("finish"), model_server, tmp_path / "reports")
+    assert record.error is None
+    assert [e.tool for e in record.trace] == ["wait", "finish"]
+    assert record.final_status == "completed"
+    assert record.usage is not None
+    assert (record.usage.prompt_tokens, record.usage.completion_tokens,
+            record.usage.model_calls) == (300, 12, 2)
+    harness = record.harness
+    assert harness is not None and harness.name == "fake-finish"
+    assert (harness.tool_listings, harness.tool_calls, harness.exit_code) == (1, 2, 0)
+    assert not harness.timed_out and not harness.stopped_after_end
+    assert harness.transcript is not None
+    transcript = Path(harness.transcript)
+    assert transcript.is_dir() and transcript.parent.name == KEY.id
+    assert str(transcript).startswith(str(tmp_path / "reports" / "transcripts"))
+    assert '"names"' in (transcript / "00-stdout").read_text()
+
+
+def test_each_episode_gets_an_empty_workdir_a_throwaway_home_and_a_clean_environment(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_must_not_leak")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    seen = []
+    for _ in range(2):
+        record = _run(fake_harness("env"), model_server, tmp_path / "reports")
+        assert record.error is None and record.final_status == "completed"
+        first_line = (Path(record.harness.transcript) / "00-stdout").read_text().splitlines()[0]
+        seen.append(json.loads(first_line))
+    homes = {s["env"]["HOME"] for s in seen}
+    assert len(homes) == 2 and not any(Path(h).exists() for h in homes)  # fresh, then removed
+    for shown in seen:
+        assert shown["cwd_entries"] == []
+        assert Path(shown["cwd"]).parent == Path(shown["env"]["HOME"]).parent
+        assert "GITHUB_TOKEN" not in shown["env"] and "OPENAI_API_KEY" not in shown["env"]
+        assert TOKEN_ENV not in shown["env"]  # only the MCP server gets the sandbox token
+        assert not any(TOKEN_ENV in arg or "sk-" in arg for arg in shown["argv"])
+        assert shown["argv"][-1].startswith(HARNESS_PREAMBLE + " Open an incident")
+    transcripts = "".join(p.read_text() for p in (tmp_path / "reports").rglob("*-stdout"))
+    assert "sk-from-the-environment" not in transcripts
+
+
+def test_a_cli_that_never_lists_the_tools_is_an_infrastructure_error(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    path = fake_harness("finish")
+    spec = path.read_text().replace("fake_cli.py", "no_such_script.py")
+    path.write_text(spec)
+    record = _run(path, model_server, tmp_path)
+    assert record.error is not None
+    assert "its tools never loaded" in record.error and "no_such_script.py" in record.error
+    assert record.harness is not None and record.harness.exit_code == 2  # python's, not ours
+
+
+def test_the_wall_clock_limit_stops_the_cli_as_an_infrastructure_error(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    record = _run(fake_harness("no-finish", command=["sleep", "60"]), model_server, tmp_path,
+                  timeout_s=1)
+    assert record.error is not None and "wall-clock limit of 1 s" in record.error
+    assert record.harness is not None and record.harness.timed_out
+    assert record.harness.wall_s < 10
+
+
+def test_a_cli_lingering_after_finish_is_stopped_and_graded(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    record = _run(fake_harness("linger"), model_server, tmp_path)
+    assert record.error is None and record.final_status == "completed"
+    assert record.harness is not None and record.harness.stopped_after_end
+    assert record.harness.wall_s < 30
+
+
+def test_a_cli_killed_mid_task_is_an_infrastructure_error_not_a_graded_failure(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    record = _run(fake_harness("sigkill"), model_server, tmp_path)
+    assert record.error is not None and "killed by signal 9" in record.error
+    assert record.harness is not None and record.harness.tool_listings == 1
+
+
+def test_a_cli_that_stops_without_finishing_is_graded_not_excused(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    record = _run(fake_harness("no-finish"), model_server, tmp_path)
+    assert record.error is None
+    assert record.final_status is None and not record.ts
+
+
+def test_harness_agents_need_a_gateway_and_a_model(fake_harness: Any, tmp_path: Path) -> None:
+    from limbo_plugin.agents import make_agent
+
+    path = fake_harness("finish")
+    with pytest.raises(UsageError, match="--model-option api_base=URL"):
+        make_agent(f"harness:command:{path}", {"model_options": {}})
+    path.write_text(path.read_text().replace("model: scripted\n", ""))
+    with pytest.raises(UsageError, match="needs a model"):
+        make_agent(f"harness:command:{path}", {"model_options": {"api_base": "http://x/v1"}})
+    agent = make_agent(f"harness:command:{path}",
+                       {"model_options": {"api_base": "http://x/v1", "model": "m1"}})
+    assert agent.name == f"harness:command:{path}"
+
+
+def test_an_api_key_is_taken_from_the_named_environment_variable(
+        fake_harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from limbo_plugin.agents.harness import LOCAL_API_KEY, HarnessAgent
+    from limbo_plugin.agents.harness_spec import load_harness
+
+    spec = load_harness(fake_harness("finish"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("MY_GATEWAY_KEY", "sk-gateway")
+    assert HarnessAgent(spec, "m", {"model_options": {"api_base": "x"}}).api_key == LOCAL_API_KEY
+    named = HarnessAgent(spec, "m", {"model_options": {"api_base": "x",
+                                                       "api_key_env": "MY_GATEWAY_KEY"}})
+    assert named.api_key == "sk-gateway"
+    assert os.environ.get("OPENAI_API_KEY") is None

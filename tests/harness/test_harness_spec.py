@@ -1,0 +1,82 @@
+"""Harness adapters are data: the built-in ones load, a broken one is one line naming file and
+line, and placeholders fill in as documented."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from limbo_plugin.agents import validate_agent_spec
+from limbo_plugin.agents.harness_install import BUILT_IN, find_harness, harness_path
+from limbo_plugin.agents.harness_spec import load_harness, render, render_command
+from limbo_plugin.errors import SpecError, UsageError
+
+MINIMAL = "name: mine\ncommand: [my-agent, \"{prompt}\"]\n"
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_the_built_in_adapters_load_and_pin_their_cli(name: str) -> None:
+    spec = find_harness(name)
+    assert spec.name == name and spec.install is not None
+    assert spec.install.version and spec.version_command
+    assert spec.timeout_s > 0 and spec.usage is not None
+    assert "{prompt}" in " ".join(spec.command)
+    assert harness_path(name).parent.name == "harnesses"
+
+
+@pytest.mark.parametrize(("text", "line", "message"), [
+    (MINIMAL + "colour: blue\n", 3, "unknown field"),
+    ("name: mine\n", 1, "command"),
+    (MINIMAL + "timeout_s: -5\n", 3, "greater than 0"),
+    ("name: mine\ncommand: [x, \"{promt}\"]\n", 2, "unknown placeholder {promt}"),
+    ("name: mine\ncommand: [x, \"{mcp_url}\"]\n", 2, "not with mcp_transport: stdio"),
+    ("name: mine\nmcp_transport: streamable-http\ncommand: [x, \"{mcp_command}\"]\n", 3,
+     "not with mcp_transport: streamable-http"),
+    (MINIMAL + "install: {npm: a, pip: b, version: '1', executable: a}\n", 3,
+     "exactly one of npm"),
+    (MINIMAL + "usage: {source: stdout, format: sqlite}\n", 3, "needs a query"),
+    (MINIMAL + "tool_name: acme-tool\n", 3, "must contain {tool}"),
+    ("name: mine\ncommand: [x\n", 3, "YAML syntax error"),
+])
+def test_a_broken_adapter_is_one_line_with_file_and_line(tmp_path: Path, text: str, line: int,
+                                                        message: str) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError) as caught:
+        load_harness(path)
+    rendered = str(caught.value)
+    assert "\n" not in rendered
+    assert rendered.startswith(f"{path}:{line}:"), rendered
+    assert message in rendered
+
+
+def test_agent_strings_are_checked_with_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="harness:<name>:<model>"):
+        validate_agent_spec("harness:codex")
+    with pytest.raises(UsageError, match=r"unknown harness 'nope'; known: .*codex"):
+        validate_agent_spec("harness:nope:gpt")
+    with pytest.raises(UsageError, match="does not exist"):
+        validate_agent_spec(f"harness:command:{tmp_path}/absent.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: x\n")
+    with pytest.raises(SpecError, match=r"broken.yaml:1"):
+        validate_agent_spec(f"harness:command:{broken}")
+    missing = tmp_path / "missing-program.yaml"
+    missing.write_text("name: x\ncommand: [no-such-program-anywhere, \"{prompt}\"]\n")
+    with pytest.raises(UsageError, match="'no-such-program-anywhere' is not on PATH"):
+        validate_agent_spec(f"harness:command:{missing}")
+    with pytest.raises(UsageError, match="valid forms: scripted:<policy>, mcp:<policy>"):
+        validate_agent_spec("robot:arm")
+
+
+def test_placeholders_fill_whole_values_splice_lists_and_escape_braces() -> None:
+    values = {"model": "m1", "mcp_args": ["-m", "x"], "mcp_env": {"T": "s"},
+              "tools": ["acme-a", "acme-b"], "home": "/h", "prompt": "do it"}
+    content = {"args": "{mcp_args}", "env": "{mcp_env}", "path": "{home}/.cfg",
+               "literal": "{{not a placeholder}}", "nested": [{"m": "{model}"}]}
+    assert render(content, values) == {
+        "args": ["-m", "x"], "env": {"T": "s"}, "path": "/h/.cfg",
+        "literal": "{not a placeholder}", "nested": [{"m": "m1"}]}
+    argv = render_command(["cli", "--tools", "{tools}", "--model={model}", "{prompt}"], values)
+    assert argv == ["cli", "--tools", "acme-a", "acme-b", "--model=m1", "do it"]
