@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from limbo_plugin.agents.harness_install import CACHE_ENV, cache_root
 from limbo_plugin.testing.models import TextModel
 from limbo_plugin.testing.openai_server import OpenAIServer
 
@@ -46,3 +48,27 @@ def fake_harness(tmp_path: Path) -> Any:
         return path
 
     return write
+
+
+SPECS = HERE.parents[1] / "specs"
+HARNESS_CACHE = str(cache_root())
+"""Where the CLIs are installed, read before pytester points HOME at a temporary directory."""
+SMALL = """\
+name: small
+templates: [incident_open, invoice_batch]
+instances: [0]
+focal_writes: [ticket, charge_1]
+modes: [none, timeout_post, timeout_late]
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A pytest project holding a copy of the specs and a small experiment (and the harness
+    cache of the real home)."""
+    monkeypatch.setenv(CACHE_ENV, HARNESS_CACHE)
+    shutil.copytree(SPECS, pytester.path / "specs")
+    (pytester.path / "specs" / "experiments" / "small.yaml").write_text(SMALL)
+    pytester.makeini("[pytest]\ntestpaths = specs\n"
+                     "addopts = -p no:cacheprovider -p no:benchmark\n")
+    return pytester

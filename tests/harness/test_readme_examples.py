@@ -1,0 +1,77 @@
+"""The README's "your own agent" examples, run verbatim through the plugin: a Python agent
+(``python:``) and an MCP agent CLI declared in YAML (``harness:command:``), each with a scripted
+policy playing the model. Each must grade exactly as the policy does."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from harnesskit import records
+
+from limbo_plugin.testing.models import PolicyModel
+from limbo_plugin.testing.openai_server import OpenAIServer
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+SELECT = ["--experiment", "small", "-k", "lost_ack"]
+
+
+def readme_examples() -> dict[str, str]:
+    """``<!-- example: PATH -->`` followed by a fenced block: PATH → its text."""
+    pattern = re.compile(r"<!-- example: (\S+) -->\n```[a-z]*\n(.*?)```", re.DOTALL)
+    return dict(pattern.findall(README.read_text(encoding="utf-8")))
+
+
+def _write(project: pytest.Pytester, *names: str) -> None:
+    examples = readme_examples()
+    for name in names:
+        target = project.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(examples[name])
+
+
+def test_the_readme_has_both_examples() -> None:
+    assert set(readme_examples()) == {"my_agent.py", "specs/harnesses/my-agent.yaml",
+                                      "specs/harnesses/my_mcp_agent.py"}
+
+
+@pytest.mark.parametrize(("policy", "outcome"), [("verify_first", {"passed": 2}),
+                                                 ("blind_retry", {"failed": 2})])
+def test_the_python_agent_example(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                  policy: str, outcome: dict[str, int]) -> None:
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline
+    _write(project, "my_agent.py")
+    with OpenAIServer(PolicyModel(policy, max_instance=1)) as server:
+        result = project.runpytest_subprocess(
+            *SELECT, "--agent", "python:my_agent:MyAgent",
+            "--model-option", "model=openai/scripted",
+            "--model-option", f"api_base={server.base_url}", "--model-option", "api_key=x")
+    result.assert_outcomes(**outcome)
+    assert all(r["agent"] == "python:my_agent:MyAgent" and r["usage"]["model_calls"] > 0
+               for r in records(project))
+    assert {r["behaviour"] for r in records(project)} == {
+        "blind_retry" if policy == "blind_retry" else "verify_then_skip"}
+
+
+@pytest.mark.parametrize(("policy", "outcome"), [("verify_first", {"passed": 2}),
+                                                 ("blind_retry", {"failed": 2})])
+def test_the_command_agent_example(project: pytest.Pytester, policy: str,
+                                   outcome: dict[str, int]) -> None:
+    _write(project, "specs/harnesses/my-agent.yaml", "specs/harnesses/my_mcp_agent.py")
+    with OpenAIServer(PolicyModel(policy, max_instance=1)) as server:
+        result = project.runpytest_subprocess(
+            *SELECT, "--agent", "harness:command:my-agent", "--model-option", "model=scripted",
+            "--model-option", f"api_base={server.base_url}")
+    result.assert_outcomes(**outcome)
+    for record in records(project):
+        assert record["agent"] == "harness:command:my-agent"
+        assert record["harness"]["name"] == "my-agent" and record["harness"]["tool_listings"]
+
+
+def test_a_python_agent_that_cannot_be_imported_is_a_one_line_usage_error(
+        project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess(*SELECT, "--agent", "python:no_such_module:Agent")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no module named 'no_such_module'" in result.stderr.str()
+    assert "Traceback" not in result.stderr.str()
