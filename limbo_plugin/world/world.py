@@ -102,6 +102,9 @@ class World:
             if name not in self.services:
                 raise KeyError(f"seed records for service {name!r}, which this world lacks")
             self.services[name].seed(records)
+        self.seeded_ids: frozenset[str] = frozenset(
+            rid for service in self.services.values() for rid in service.seeded_ids())
+        """Every pre-existing record, by the id the world gave it (the grader protects these)."""
         self.tools: dict[str, ToolDefinition] = {
             t.name: t for t in catalog.for_services(self.services)
         }

@@ -88,6 +88,12 @@ class Service:
     def record_tables(self) -> list[VersionedTable]:
         return []
 
+    def seeded_ids(self) -> list[str]:
+        """The ids of every record this service holds; called right after :meth:`seed`, so
+        every one of them is pre-existing. Ids a service derives itself (database rows,
+        seeded comments) are included, because the world reports ids, not the seed data."""
+        return [rid for table in self.record_tables() for rid, _ in table.all_current()]
+
     def describe(self, record_id: str) -> dict[str, Any] | None:
         """The current state of a record this service holds (what an operator can look up)."""
         for table in self.record_tables():
@@ -110,13 +116,14 @@ class Service:
 
     def commit(self, tool: str, args: Args, ex: Execution, record_ids: list[str], *,
                intent: dict[str, Any] | None = None, kind: EffectKind = "create",
-               targets: list[str] | None = None) -> Effect:
+               targets: list[str] | None = None,
+               sets: dict[str, Any] | None = None) -> Effect:
         contract = self.world.catalog.contract(tool)
         if intent is None:
             intent = {f: args.get(f) for f in contract.intent_fields}
         return self.world.ledger.commit(
             t=ex.t, service=self.name, tool=tool, intent=intent,
             args={k: v for k, v in args.items()}, record_ids=record_ids, key=ex.key,
-            origin=ex.origin, request_seq=ex.seq, kind=kind, targets=targets,
+            origin=ex.origin, request_seq=ex.seq, kind=kind, targets=targets, sets=sets,
         )
 

@@ -21,6 +21,9 @@ class BillingService(Service):
     def record_tables(self) -> list[VersionedTable]:
         return [self.charges, self.refunds]
 
+    def seeded_ids(self) -> list[str]:
+        return [*self.customers, *super().seeded_ids()]
+
     def seed(self, records: dict[str, Any]) -> None:
         for customer in records.get("customers", []):
             self.customers[customer["id"]] = dict(customer)
@@ -68,9 +71,9 @@ class BillingService(Service):
                                      "created": iso(ex.t)}, ex.t)
         charge.update(refunded=True, refund_id=refund_id)
         self.charges.put(charge_id, charge, ex.t)
-        self.commit("billing_refund_charge", args, ex, [refund_id], kind="update",
-                    targets=[charge_id])
-        self.world.ledger.mark_undone(charge_id, ex.t)
+        effect = self.commit("billing_refund_charge", args, ex, [refund_id], kind="update",
+                             targets=[charge_id])
+        self.world.ledger.mark_undone(charge_id, ex.t, by=effect.seq)
         return self._refund_body(refund_id, charge)
 
     @staticmethod

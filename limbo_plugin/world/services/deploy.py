@@ -57,9 +57,9 @@ class DeployService(Service):
         if run["status"] != "cancelled":
             run["status"] = "cancelled"
             self.runs.put(run["id"], run, ex.t)
-            self.commit("deploy_cancel_run", args, ex, [run["id"]], kind="update",
-                        targets=[run["id"]])
-            self.world.ledger.mark_undone(run["id"], ex.t)
+            effect = self.commit("deploy_cancel_run", args, ex, [run["id"]], kind="update",
+                                 targets=[run["id"]])
+            self.world.ledger.mark_undone(run["id"], ex.t, by=effect.seq)
         return {"id": run["id"], "status": "cancelled"}
 
     def do_deploy_list_runs(self, args: Args, ex: Execution) -> Body:
