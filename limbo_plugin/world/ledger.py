@@ -33,6 +33,7 @@ class Effect:
     key: str | None
     origin: Origin
     request_seq: int
+    request_part: int = 0
     kind: EffectKind = "create"
     targets: list[str] = field(default_factory=list)
     sets: dict[str, Any] | None = None
@@ -62,13 +63,14 @@ class Ledger:
 
     def commit(self, *, t: float, service: str, tool: str, intent: dict[str, Any],
                args: dict[str, Any], record_ids: list[str], key: str | None, origin: Origin,
-               request_seq: int, kind: EffectKind = "create",
+               request_seq: int, request_part: int = 0, kind: EffectKind = "create",
                targets: list[str] | None = None, sets: dict[str, Any] | None = None
                ) -> Effect:
         effect = Effect(
             seq=len(self.effects) + 1, t=t, service=service, tool=tool, intent=intent, args=args,
             record_ids=list(record_ids), key=key, origin=origin, request_seq=request_seq,
-            kind=kind, targets=list(targets or []), sets=dict(sets) if sets else None,
+            request_part=request_part, kind=kind, targets=list(targets or []),
+            sets=dict(sets) if sets else None,
         )
         self.effects.append(effect)
         if kind == "create":

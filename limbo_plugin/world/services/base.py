@@ -43,6 +43,7 @@ def not_found(kind: str, record_id: object) -> ServiceError:
 class Execution:
     """One execution of a request at the service.
 
+    ``seq`` and ``part`` name the request (see :class:`~limbo_plugin.world.world.Request`).
     ``sub`` namespaces record ids: ``""`` for the request itself, ``"r"`` for a redelivered copy.
     ``row_start``/``row_stop`` restrict a batch to a slice (partial batches and their resumption).
     """
@@ -54,6 +55,7 @@ class Execution:
     sub: str = ""
     row_start: int = 0
     row_stop: int | None = None
+    part: int = 0
 
     @property
     def redelivered(self) -> bool:
@@ -112,7 +114,7 @@ class Service:
 
     def new_id(self, prefix: str, ex: Execution, index: int | None = None) -> str:
         sub = ex.sub if index is None else f"{ex.sub}#{index}"
-        return self.world.ids.make(prefix, ex.seq, sub)
+        return self.world.ids.make(prefix, ex.seq, sub, ex.part)
 
     def commit(self, tool: str, args: Args, ex: Execution, record_ids: list[str], *,
                intent: dict[str, Any] | None = None, kind: EffectKind = "create",
@@ -124,6 +126,7 @@ class Service:
         return self.world.ledger.commit(
             t=ex.t, service=self.name, tool=tool, intent=intent,
             args={k: v for k, v in args.items()}, record_ids=record_ids, key=ex.key,
-            origin=ex.origin, request_seq=ex.seq, kind=kind, targets=targets, sets=sets,
+            origin=ex.origin, request_seq=ex.seq, request_part=ex.part, kind=kind,
+            targets=targets, sets=sets,
         )
 

@@ -40,7 +40,7 @@ class TicketsService(Service):
 
     # -- writes --------------------------------------------------------------------------------
     def do_tickets_create(self, args: Args, ex: Execution) -> Body:
-        ticket_id = self.world.ids.ticket(args["project"], ex.seq, ex.redelivered)
+        ticket_id = self.world.ids.ticket(args["project"], ex.seq, ex.redelivered, ex.part)
         url = URL.format(id=ticket_id)
         data = {"id": ticket_id, "project": args["project"], "title": args["title"],
                 "description": args["description"], "status": "open", "url": url,
