@@ -65,7 +65,9 @@ class BillingService(Service):
         charge = dict(self.charges.current(charge_id) or {})
         if charge.get("refunded"):
             return self._refund_body(charge["refund_id"], charge)
-        refund_id = self.new_id("re", ex)
+        # Named after the charge, not the request: a charge is refunded at most once, and the
+        # re-issue of a lost refund must answer the same whether or not the first one landed.
+        refund_id = self.world.ids.derived("re", charge_id)
         self.refunds.put(refund_id, {"id": refund_id, "charge_id": charge_id,
                                      "amount_cents": charge["amount_cents"],
                                      "created": iso(ex.t)}, ex.t)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from limbo_plugin.toolapi import canonical_json
 from limbo_plugin.world.services.base import (
     Args,
     Body,
@@ -129,7 +130,9 @@ class DatabaseService(Service):
                     self.commit("db_upsert", args, ex, [row_id], kind="update",
                                 targets=[row_id], sets=values)
                 return {"table": table.name, "id": row_id, "row": row, "result": "upserted"}
-        row_id = self.new_id("row", ex)
+        # Named after the key, not the request: whichever attempt inserts the row, it is the
+        # same row, so a re-issued upsert answers identically whether or not the first landed.
+        row_id = self.world.ids.derived("row", table.name, canonical_json(key))
         row = {"id": row_id, **key, **values}
         table.rows.put(row_id, row, ex.t)
         self.commit("db_upsert", args, ex, [row_id], sets=values)
