@@ -9,7 +9,8 @@ from limbo_plugin.world.services.base import Args, Body, Execution, Service, not
 from limbo_plugin.world.store import SEED_TIME, VersionedTable
 
 RUN_SECONDS = 120
-"""A run reports ``running`` for this long after it starts, then ``succeeded``."""
+"""A run reports ``running`` for this long after it starts, then ``succeeded`` (a choice the SPEC
+leaves open; ``docs/decisions.md``, D-deploy-status)."""
 
 
 class DeployService(Service):
