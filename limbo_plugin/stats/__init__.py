@@ -42,9 +42,11 @@ from limbo_plugin.stats.paired import (
     paired_counts,
     tost_paired_difference,
 )
+from limbo_plugin.stats.shapley import ShapleyResult, shapley_pseudo_r2
 
 __all__ = [
     "RateEstimate",
+    "ShapleyResult",
     "TostResult",
     "holm",
     "icc_binary",
@@ -52,6 +54,7 @@ __all__ = [
     "mcnemar_exact",
     "paired_counts",
     "rate_with_interval",
+    "shapley_pseudo_r2",
     "tost_independent",
     "tost_paired_difference",
     "wilson_interval",
