@@ -27,6 +27,7 @@ imports its reporters on every run, so heavy libraries are imported inside the f
 need them, and normal quantiles come from the standard library.
 """
 
+from limbo_plugin.stats.gee import GeeResult, gee_logit
 from limbo_plugin.stats.independent import tost_independent
 from limbo_plugin.stats.intervals import (
     RateEstimate,
@@ -45,9 +46,11 @@ from limbo_plugin.stats.paired import (
 from limbo_plugin.stats.shapley import ShapleyResult, shapley_pseudo_r2
 
 __all__ = [
+    "GeeResult",
     "RateEstimate",
     "ShapleyResult",
     "TostResult",
+    "gee_logit",
     "holm",
     "icc_binary",
     "kish_effective_n",
