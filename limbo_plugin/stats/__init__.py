@@ -36,6 +36,7 @@ from limbo_plugin.stats.intervals import (
     rate_with_interval,
     wilson_interval,
 )
+from limbo_plugin.stats.mixed import MixedResult, bayes_mixed_logit
 from limbo_plugin.stats.paired import (
     TostResult,
     holm,
@@ -47,9 +48,11 @@ from limbo_plugin.stats.shapley import ShapleyResult, shapley_pseudo_r2
 
 __all__ = [
     "GeeResult",
+    "MixedResult",
     "RateEstimate",
     "ShapleyResult",
     "TostResult",
+    "bayes_mixed_logit",
     "gee_logit",
     "holm",
     "icc_binary",
