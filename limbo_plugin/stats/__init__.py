@@ -27,6 +27,12 @@ imports its reporters on every run, so heavy libraries are imported inside the f
 need them, and normal quantiles come from the standard library.
 """
 
+from limbo_plugin.stats.agreement import (
+    PermutationResult,
+    cohens_kappa,
+    first_action_agreement,
+    permutation_tv_test,
+)
 from limbo_plugin.stats.gee import GeeResult, gee_logit
 from limbo_plugin.stats.independent import tost_independent
 from limbo_plugin.stats.intervals import (
@@ -49,16 +55,20 @@ from limbo_plugin.stats.shapley import ShapleyResult, shapley_pseudo_r2
 __all__ = [
     "GeeResult",
     "MixedResult",
+    "PermutationResult",
     "RateEstimate",
     "ShapleyResult",
     "TostResult",
     "bayes_mixed_logit",
+    "cohens_kappa",
+    "first_action_agreement",
     "gee_logit",
     "holm",
     "icc_binary",
     "kish_effective_n",
     "mcnemar_exact",
     "paired_counts",
+    "permutation_tv_test",
     "rate_with_interval",
     "shapley_pseudo_r2",
     "tost_independent",
