@@ -40,7 +40,7 @@ class PermutationResult:
     pvalue: float
     n_pairs: int
     permutations: int
-    exact: bool
+    exact: bool = False
 
 
 def _check_pairs(pairs: Sequence[tuple[Hashable, Hashable]]) -> None:

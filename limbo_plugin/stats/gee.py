@@ -32,7 +32,7 @@ class GeeResult:
     ``odds_ratio``/``ci_low``/``ci_high`` the exponentiated estimate and confidence bounds and
     ``pvalue`` the two-sided p-value of the term being 0. ``groups`` is the number of clusters G,
     ``df`` = G − 1 and ``n`` the number of episodes. ``correlation`` is the estimated exchangeable
-    working correlation within a cluster.
+    working correlation within a cluster (None only in results built by hand).
     """
 
     terms: list[str]
@@ -45,7 +45,7 @@ class GeeResult:
     groups: int
     df: int
     n: int
-    correlation: float
+    correlation: float | None = None
 
 
 def _fit_gee(

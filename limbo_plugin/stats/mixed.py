@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from limbo_plugin.stats._inputs import check_confidence, design_error, model_frame
@@ -42,8 +42,8 @@ class MixedResult:
     ci_low: dict[str, float]
     ci_high: dict[str, float]
     n: int
-    random_sd: dict[str, float]
-    converged: bool
+    random_sd: dict[str, float] = field(default_factory=dict)
+    converged: bool = True
 
 
 def _fit_vb(

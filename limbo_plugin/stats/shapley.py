@@ -14,7 +14,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.stats._inputs import check_binary, rows_to_frame
@@ -43,7 +43,7 @@ class ShapleyResult:
     contributions: dict[str, float]
     shares: dict[str, float]
     n: int
-    subset_r2: dict[tuple[str, ...], float]
+    subset_r2: dict[tuple[str, ...], float] = field(default_factory=dict)
 
 
 def shapley_values(

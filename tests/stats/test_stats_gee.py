@@ -169,7 +169,7 @@ def test_recovers_a_known_odds_ratio_with_many_templates() -> None:
     assert res.groups == 30 and res.df == 29
     assert res.ci_low["eventual"] < 3.0 < res.ci_high["eventual"]
     assert res.pvalue["eventual"] < 1e-6
-    assert -1.0 < res.correlation < 1.0
+    assert res.correlation is not None and -1.0 < res.correlation < 1.0
 
 
 def test_a_single_cluster_is_an_error() -> None:

@@ -16,8 +16,7 @@ HEAVY = ("scipy", "statsmodels", "pandas", "patsy")
 
 def _loaded_after(code: str) -> list[str]:
     probe = (
-        f"{code}\nimport json, sys\n"
-        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+        f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -38,7 +38,7 @@ def _r2(cells: Iterable[tuple[int, int]], pooled: tuple[int, int]) -> float:
 
 
 def _rows(
-    cells: dict[tuple[str, ...], tuple[int, int]], names: tuple[str, ...]
+    cells: Mapping[tuple[str, ...], tuple[int, int]], names: tuple[str, ...]
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for levels, (k, n) in cells.items():
@@ -82,7 +82,7 @@ def test_one_binary_factor_matches_the_closed_form() -> None:
 
 # Cell odds 1, 2, 3, 6: log-odds 0, log 2, log 3, log 2 + log 3 are additive in A and B, so the
 # main-effects model is saturated. Unequal cell sizes make the factors correlated.
-ADDITIVE = {
+ADDITIVE: dict[tuple[str, ...], tuple[int, int]] = {
     ("a0", "b0"): (42, 84),  # p = 1/2
     ("a0", "b1"): (112, 168),  # p = 2/3
     ("a1", "b0"): (189, 252),  # p = 3/4
@@ -90,7 +90,7 @@ ADDITIVE = {
 }
 
 
-def _additive_expectations(cells: dict[tuple[str, str], tuple[int, int]]) -> dict[str, float]:
+def _additive_expectations(cells: Mapping[tuple[str, ...], tuple[int, int]]) -> dict[str, float]:
     def margin(index: int) -> list[tuple[int, int]]:
         sums: dict[str, list[int]] = {}
         for levels, (k, n) in cells.items():
@@ -139,7 +139,12 @@ def test_factor_order_does_not_change_the_decomposition() -> None:
 def test_separation_uses_the_supremum_of_the_likelihood() -> None:
     # A level with 0 % and one with 100 %: the coefficients diverge, the log-likelihood converges
     # to the closed form with 0 log 0 = 0.
-    cells = {("idem",): (0, 50), ("keyed",): (5, 50), ("none",): (20, 50), ("post",): (30, 30)}
+    cells: dict[tuple[str, ...], tuple[int, int]] = {
+        ("idem",): (0, 50),
+        ("keyed",): (5, 50),
+        ("none",): (20, 50),
+        ("post",): (30, 30),
+    }
     rows = _rows(cells, ("contract",))
     expected = _r2(cells.values(), (55, 180))
     res = shapley_pseudo_r2(rows, "dup", ["contract"])
@@ -149,7 +154,11 @@ def test_separation_uses_the_supremum_of_the_likelihood() -> None:
 def test_separation_alongside_a_second_factor() -> None:
     # A third level of A with no events in either B cell: its coefficient runs to −∞ whatever B
     # does, so the main-effects model is still saturated and the closed forms hold.
-    cells = {**ADDITIVE, ("a2", "b0"): (0, 60), ("a2", "b1"): (0, 30)}
+    cells: dict[tuple[str, ...], tuple[int, int]] = {
+        **ADDITIVE,
+        ("a2", "b0"): (0, 60),
+        ("a2", "b1"): (0, 30),
+    }
     expected = _additive_expectations(cells)
     res = shapley_pseudo_r2(_rows(cells, ("fault", "model")), "dup", ["fault", "model"])
     assert res.r2 == pytest.approx(expected["AB"], rel=1e-7)
