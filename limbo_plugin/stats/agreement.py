@@ -116,7 +116,7 @@ def permutation_tv_test(
     statistic is TV = ½ Σ_k |P_A(k) − P_B(k)| between the two empirical distributions. Under
     the null of observation equivalence the labels A and B are exchangeable within each pair
     (a paired, or "within-block", permutation test: Good 2005, *Permutation, Parametric and
-    Bootstrap Tests of Hypotheses*, §3.6), so the null distribution is that of TV under
+    Bootstrap Tests of Hypotheses*), so the null distribution is that of TV under
     independent swaps of each pair's labels. Pairs with equal members are unaffected by a swap, so
     with ``d`` discordant pairs the null is enumerated exactly when ``2^d ≤ permutations``
     (p = share of the ``2^d`` swaps with TV ≥ observed, the observed assignment included);

@@ -9,7 +9,7 @@ import pytest
 
 from limbo_plugin.stats import TostResult, tost_independent
 
-Z95 = 1.6448536269514722  # one-sided 95 % normal quantile (A&S Table 26.5)
+Z95 = 1.6448536269514722  # one-sided 95 % normal percentage point (normal tables)
 
 
 def _sf(z: float) -> float:

@@ -23,7 +23,7 @@ pytest.importorskip("statsmodels")
 
 RANDOM = {"template": "0 + C(template)", "instance": "0 + C(instance)"}
 TERM = "C(contract)[T.unsafe]"
-Z975 = 1.959963984540054  # A&S Table 26.5
+Z975 = 1.959963984540054  # two-sided 95 % normal percentage point (normal tables)
 
 
 def _simulate(seed: int, template_sd: float, log_or: float = math.log(4.0)) -> list[dict[str, Any]]:

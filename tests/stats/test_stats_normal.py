@@ -11,7 +11,7 @@ from limbo_plugin.stats._normal import normal_cdf, normal_quantile, normal_sf
 
 @pytest.mark.parametrize(
     ("probability", "quantile"),
-    # Abramowitz & Stegun (1964), Table 26.5 (percentage points of the normal distribution).
+    # Normal percentage points, as tabulated in Abramowitz & Stegun (1964), ch. 26.
     [(0.975, 1.959963984540054), (0.95, 1.644853626951473), (0.995, 2.575829303548901)],
 )
 def test_quantile_matches_table(probability: float, quantile: float) -> None:

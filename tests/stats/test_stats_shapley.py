@@ -4,8 +4,8 @@ When a logistic model can reproduce every cell proportion (one factor; or two fa
 log-odds are additive), its maximum-likelihood fitted probabilities are the observed cell
 proportions, so its log-likelihood — and McFadden's R² = 1 − log L / log L₀ — is a closed form
 Σ_cells [k log p + (n − k) log(1 − p)] with 0 log 0 = 0 (McFadden 1974; the saturated-model
-argument is standard, e.g. Agresti 2013, *Categorical Data Analysis*, §5.2 and §6.1.4). The
-Shapley value of two factors is then ½ R²(A) + ½ (R²(AB) − R²(B)) (Shapley 1953), all by hand.
+argument is standard, e.g. Agresti 2013, *Categorical Data Analysis*). The Shapley value of two
+factors is then ½ R²(A) + ½ (R²(AB) − R²(B)) (Shapley 1953), all by hand.
 """
 
 from __future__ import annotations
