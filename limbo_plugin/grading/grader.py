@@ -1,4 +1,5 @@
-"""The ground-truth grader of SPEC §5: it reads the ledger and the final report, nothing else."""
+"""The ground-truth grader of SPEC §5: it reads the ledger, the final report and the ids of the
+records the world seeded, nothing else (no model judges, no trace)."""
 
 from __future__ import annotations
 
