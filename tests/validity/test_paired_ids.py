@@ -82,7 +82,7 @@ def test_record_ids_do_not_depend_on_condition_contract_or_docs(registry: SpecRe
             compared += seen
             problems += [f"{key.id} {contract}/{docs}/{condition}: {w}" for w in wrong]
     assert not problems, "\n".join(problems[:20])
-    assert compared > 2000
+    assert compared > 5000  # about three records compared per episode
 
 
 def test_a_verified_reissue_keeps_the_id_it_has_without_the_harness(
