@@ -220,9 +220,14 @@ def cmd_harness_list(args: argparse.Namespace) -> int:
 def cmd_harness_install(args: argparse.Namespace) -> int:
     from limbo_plugin.agents.harness_install import BUILT_IN, find_harness, install
 
-    for name in args.names or BUILT_IN:
-        install(find_harness(name), log=lambda line: print(line, flush=True))
-    return 0
+    failed = 0
+    for name in args.names or BUILT_IN:  # one failure does not keep the others out
+        try:
+            install(find_harness(name), log=lambda line: print(line, flush=True))
+        except LimboError as exc:
+            print(f"limbo: {exc}", file=sys.stderr)
+            failed += 1
+    return 2 if failed else 0
 
 
 def print_record(record: EpisodeRecord) -> None:

@@ -10,16 +10,22 @@ a no-op, which is what lets CI call it before every run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 
 from limbo_plugin.agents.harness_spec import HarnessSpec, load_harness
 from limbo_plugin.errors import LimboError, UsageError
+
+try:  # POSIX; elsewhere concurrent installs are not guarded
+    import fcntl
+except ImportError:  # pragma: no cover - platform dependent
+    fcntl = None  # type: ignore[assignment]
 
 CACHE_ENV = "LIMBO_HARNESS_CACHE"
 MARKER = ".limbo-installed"
@@ -110,6 +116,22 @@ def install(spec: HarnessSpec, log: Callable[[str], None] = print) -> Path:
     """Install the pinned CLI unless a completed install is already cached; return it."""
     if spec.install is None:
         raise UsageError(f"harness {spec.name} declares no install step")
+    with _install_lock(spec):  # two CI jobs sharing the cache install one at a time
+        return _install(spec, log)
+
+
+@contextlib.contextmanager
+def _install_lock(spec: HarnessSpec) -> Iterator[None]:
+    lock_dir = cache_root() / spec.name
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / ".install.lock", "a+b") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield
+
+
+def _install(spec: HarnessSpec, log: Callable[[str], None]) -> Path:
+    assert spec.install is not None
     done = installed_executable(spec)
     if done is not None:
         log(f"{spec.name} {spec.install.version}: already installed ({done})")

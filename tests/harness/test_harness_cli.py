@@ -15,6 +15,7 @@ from limbo_plugin.cli import main
 FAKE_NPM = """#!/bin/sh
 # stands in for npm: `npm install … --prefix DIR PACKAGE@VERSION` makes DIR/node_modules/.bin/<cli>
 echo "$@" >> "$NPM_LOG"
+case "$*" in *broken*) NPM_FAIL=1 ;; esac
 [ -n "$NPM_FAIL" ] && { echo "npm ERR! 404 Not Found" >&2; exit 1; }
 while [ "$1" != "--prefix" ]; do shift; done
 mkdir -p "$2/node_modules/.bin"
@@ -42,6 +43,8 @@ def fake_npm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     harnesses = tmp_path / "project" / "specs" / "harnesses"
     harnesses.mkdir(parents=True)
     (harnesses / "fakecli.yaml").write_text(ADAPTER)
+    (harnesses / "brokencli.yaml").write_text(
+        ADAPTER.replace("fakecli", "brokencli").replace("fake-cli\"", "broken-cli\""))
     monkeypatch.chdir(tmp_path / "project")
     return tmp_path
 
@@ -77,6 +80,13 @@ def test_a_failed_install_is_one_line_and_leaves_nothing_marked(
     assert not (fake_npm / "cache" / "fakecli" / "9.9.9" / MARKER).exists()
     assert main(["harness", "list"]) == 0
     assert "not installed" in capsys.readouterr().out
+
+
+def test_one_failed_install_does_not_keep_the_others_out(
+        fake_npm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["harness", "install", "brokencli", "fakecli"]) == 2
+    assert "cannot install brokencli" in capsys.readouterr().err
+    assert (fake_npm / "cache" / "fakecli" / "9.9.9" / MARKER).is_file()
 
 
 def test_unknown_harness_names_the_known_ones(fake_npm: Path,
