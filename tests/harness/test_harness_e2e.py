@@ -26,6 +26,7 @@ from limbo_plugin.testing.openai_server import OpenAIServer
 
 LOST_ACK = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
                       fault_mode="timeout_post")
+API_KEY = "sk-canary-never-in-a-transcript"
 LATE_COMMIT = EpisodeKey(template="release_announcement", instance=0, focal_write="email",
                          fault_mode="timeout_late")
 
@@ -41,7 +42,8 @@ def _require(name: str) -> None:
 def _episode(name: str, policy: str, key: EpisodeKey, server: OpenAIServer, reports: Path,
              condition: str = "vanilla") -> EpisodeRecord:
     server.model = PolicyModel(policy, max_instance=1)
-    options = {"model_options": server.model_options(), "reports_dir": str(reports)}
+    options = {"model_options": {**server.model_options(), "api_key": API_KEY},
+               "reports_dir": str(reports)}
     return run_episode(key, RunConfig(agent=f"harness:{name}:scripted", condition=condition),
                        agent_options=options)
 
@@ -63,7 +65,11 @@ def test_blind_retry_duplicates_a_lost_ack_and_verify_first_does_not(
             assert _graded(record) == _graded(reference), (name, policy, key.id)
             assert record.harness is not None and record.harness.tool_listings >= 1
             assert record.usage is not None and record.usage.prompt_tokens > 0
-            assert record.harness.transcript and Path(record.harness.transcript).is_dir()
+            transcript = Path(record.harness.transcript or "")
+            assert transcript.is_dir() and any(transcript.iterdir())
+            assert not any(API_KEY in f.read_text(errors="replace")
+                           for f in transcript.iterdir()), "the gateway key leaked"
+            assert API_KEY not in record.model_dump_json()
             outcomes[policy, key.fault_mode] = (record.duplicates, record.eos)
     assert outcomes["blind_retry", "timeout_post"] == (1, False)
     assert outcomes["verify_first", "timeout_post"] == (0, True)
