@@ -211,8 +211,7 @@ def cmd_harness_list(args: argparse.Namespace) -> int:
         if executable is None:
             state = "not installed"
         else:
-            command = tuple(spec.version_command) if spec.version_command else None
-            state = f"installed: {version_of(str(executable), command) or '?'} ({executable})"
+            state = f"installed: {version_of(spec, str(executable)) or '?'} ({executable})"
         print(f"{name:10} {pinned:34} {state}")
     return 0
 

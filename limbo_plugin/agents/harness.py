@@ -42,7 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from limbo_plugin.agents.base import AgentSession, InfrastructureError
-from limbo_plugin.agents.harness_install import cache_root, resolve_executable, version_of
+from limbo_plugin.agents.harness_install import (
+    harness_environment,
+    resolve_executable,
+    shared_cache,
+    version_of,
+)
 from limbo_plugin.agents.harness_spec import FileSpec, HarnessSpec, render, render_command
 from limbo_plugin.agents.prompts import HARNESS_PREAMBLE, harness_prompt
 from limbo_plugin.errors import UsageError
@@ -51,11 +56,6 @@ from limbo_plugin.server.launch import mcp_http_server, mcp_launch
 from limbo_plugin.server.sandbox_http import EpisodeLease, SandboxServer, shared_sandbox
 from limbo_plugin.server.wire import SERVER_NAME
 
-PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME", "TMPDIR",
-              "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-              "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
-"""Taken from Limbo's environment; everything else a CLI sees is set here or by its adapter
-(so no credentials of the machine's user leak into a harness)."""
 LOCAL_API_KEY = "limbo-local"
 """Sent when no key is configured: local gateways (and the scripted model server) ignore it."""
 STOP_WAIT_S = 5.0
@@ -96,6 +96,8 @@ class HarnessAgent:
         self.timeout_s = float(model_options.get("timeout_s") or spec.timeout_s)
         self.reports_dir = Path(options.get("reports_dir") or "reports")
         self.executable = resolve_executable(spec)
+        # Before the first episode: a CLI's first run may unpack itself into {cache}.
+        self.version = version_of(spec, self.executable)
         self._sandbox = sandbox
 
     def run(self, session: AgentSession) -> None:
@@ -111,13 +113,13 @@ class HarnessAgent:
                 for file in self.spec.files:
                     _write(file, values)
                 argv = render_command(self.spec.command, values)
-                execution = _execute(argv, workdir, self._environment(values), root,
+                execution = _execute(argv, workdir, harness_environment(self.spec, values), root,
                                      self.timeout_s, self.spec.grace_s, session)
             _add_usage(session, self.spec, root, home)
             transcript = self._keep_transcript(session, root, home)
             session.harness = HarnessRun(
                 name=self.spec.name,
-                version=version_of(self.executable, _tuple(self.spec.version_command)),
+                version=self.version,
                 wall_s=round(execution.wall_s, 3), exit_code=execution.exit_code,
                 timed_out=execution.timed_out, stopped_after_end=execution.stopped_after_end,
                 tool_listings=lease.listings, tool_calls=lease.calls, transcript=transcript)
@@ -142,25 +144,16 @@ class HarnessAgent:
 
     def _values(self, session: AgentSession, home: Path, workdir: Path,
                 mcp: Mapping[str, Any]) -> dict[str, Any]:
-        shared = cache_root() / self.spec.name / "shared"
-        shared.mkdir(parents=True, exist_ok=True)
         tool_name = self.spec.tool_name.replace("{server}", SERVER_NAME)
         return {
             "executable": self.executable, "home": str(home), "workdir": str(workdir),
             "spec_dir": str(Path(self.spec.file).resolve().parent) if self.spec.file else "",
-            "cache": str(shared), "prompt": harness_prompt(session.instruction),
+            "cache": str(shared_cache(self.spec)), "prompt": harness_prompt(session.instruction),
             "preamble": HARNESS_PREAMBLE, "task": session.instruction, "model": self.model,
             "api_base": self.api_base, "api_key": self.api_key, "server": SERVER_NAME,
             "tools": [tool_name.replace("{tool}", t.name) for t in session.tools],
             "timeout_s": str(int(self.timeout_s)), **mcp,
         }
-
-    def _environment(self, values: Mapping[str, Any]) -> dict[str, str]:
-        env = {name: os.environ[name] for name in (*PASSED_ENV, *self.spec.passenv)
-               if name in os.environ}
-        env["HOME"] = str(values["home"])
-        env.update({k: str(render(v, values)) for k, v in self.spec.env.items()})
-        return env
 
     def _keep_transcript(self, session: AgentSession, root: Path, home: Path) -> str | None:
         """Copy the transcript sources under ``<reports>/transcripts/``; return the directory."""
@@ -359,7 +352,3 @@ def _api_key(model_options: Mapping[str, Any]) -> str:
         return str(key)
     variable = str(model_options.get("api_key_env") or "OPENAI_API_KEY")
     return os.environ.get(variable) or LOCAL_API_KEY
-
-
-def _tuple(value: list[str] | None) -> tuple[str, ...] | None:
-    return tuple(value) if value else None

@@ -15,12 +15,20 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from functools import cache
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
-from limbo_plugin.agents.harness_spec import HarnessSpec, load_harness
+from limbo_plugin.agents.harness_spec import (
+    PLACEHOLDERS,
+    HarnessSpec,
+    load_harness,
+    render,
+    render_command,
+)
 from limbo_plugin.errors import LimboError, UsageError
+from limbo_plugin.server.wire import SERVER_NAME
 
 try:  # POSIX; elsewhere concurrent installs are not guarded
     import fcntl
@@ -157,7 +165,11 @@ def _install(spec: HarnessSpec, log: Callable[[str], None]) -> Path:
     if executable is None:
         raise LimboError(f"installed {spec.install.package} but found no "
                          f"{spec.install.executable!r} executable under {root}")
-    log(f"{spec.name}: installed {executable}")
+    version = version_of(spec, str(executable))  # also the first run, which fills {cache}
+    if version is None and spec.version_command:
+        raise LimboError(f"installed {spec.install.package}, but `{spec.install.executable} "
+                         f"{' '.join(spec.version_command[1:])}` does not run")
+    log(f"{spec.name}: installed {executable} ({version or 'no version command'})")
     return executable
 
 
@@ -169,16 +181,56 @@ def _run(argv: list[str], spec: HarnessSpec) -> None:
                          f"{result.returncode}: {' / '.join(tail)}")
 
 
-@cache
-def version_of(executable: str, command: tuple[str, ...] | None) -> str | None:
-    """The CLI's own version line (first line of ``version_command``), once per process."""
-    if not command:
+PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME", "TMPDIR",
+              "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+              "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+"""Taken from Limbo's environment; everything else a CLI sees is set by the runner or by its
+adapter (so no credentials of the machine's user leak into a harness)."""
+
+
+def shared_cache(spec: HarnessSpec) -> Path:
+    """``{cache}``: the one directory a harness's episodes share (e.g. Copilot unpacks its
+    ~235 MB runtime there on first use)."""
+    path = cache_root() / spec.name / "shared"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def harness_environment(spec: HarnessSpec, values: Mapping[str, Any]) -> dict[str, str]:
+    """The CLI's whole environment: the passed-through variables, ``HOME``, then the adapter's
+    own (rendered with ``values``)."""
+    env = {name: os.environ[name] for name in (*PASSED_ENV, *spec.passenv)
+           if name in os.environ}
+    env["HOME"] = str(values["home"])
+    env.update({k: str(render(v, values)) for k, v in spec.env.items()})
+    return env
+
+
+_VERSIONS: dict[tuple[str, str], str | None] = {}
+
+
+def version_of(spec: HarnessSpec, executable: str) -> str | None:
+    """The CLI's own version line, run as an episode would run it (throwaway home, the shared
+    cache): so it also warms that cache. Once per process per CLI."""
+    key = (spec.name, executable)
+    if key not in _VERSIONS:
+        _VERSIONS[key] = _version(spec, executable)
+    return _VERSIONS[key]
+
+
+def _version(spec: HarnessSpec, executable: str) -> str | None:
+    if not spec.version_command:
         return None
-    argv = [executable if part == "{executable}" else part for part in command]
-    try:
-        result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                timeout=60, env={**os.environ, "NO_COLOR": "1"})
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    with tempfile.TemporaryDirectory(prefix=f"limbo-{spec.name}-version-") as home:
+        values = {name: "" for name in PLACEHOLDERS}
+        values.update(executable=executable, home=home, workdir=home,
+                      cache=str(shared_cache(spec)), server=SERVER_NAME)
+        argv = render_command(spec.version_command, values)
+        env = {**harness_environment(spec, values), "NO_COLOR": "1"}
+        try:
+            result = subprocess.run(argv, cwd=home, env=env, stdin=subprocess.DEVNULL,
+                                    capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
     lines = (result.stdout or result.stderr).strip().splitlines()
     return lines[0].strip() if lines else None
