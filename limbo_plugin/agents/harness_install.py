@@ -192,7 +192,8 @@ def shared_cache(spec: HarnessSpec) -> Path:
     """``{cache}``: the one directory a harness's episodes share (e.g. Copilot unpacks its
     ~235 MB runtime there on first use)."""
     path = cache_root() / spec.name / "shared"
-    path.mkdir(parents=True, exist_ok=True)
+    if spec.uses("cache"):
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -155,6 +155,13 @@ class HarnessSpec(_Strict):
         """The YAML file this adapter was loaded from."""
         return self._file
 
+    def uses(self, placeholder: str) -> bool:
+        """Whether the environment, files or command lines mention ``{placeholder}``."""
+        parts = (self.env, [f.model_dump() for f in self.files], self.command,
+                 self.version_command or [])
+        return any(placeholder in placeholders_in(text) for part in parts
+                   for _, text in _strings(part, ()))
+
 
 def load_harness(path: str | Path) -> HarnessSpec:
     """Load and check one adapter; any problem is one :class:`SpecError` with file:line."""
