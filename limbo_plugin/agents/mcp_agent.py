@@ -52,8 +52,8 @@ class McpPolicyAgent:
 def _drive(command: str, args: list[str], env: dict[str, str], errlog: Any,
            policy: Callable[[Any], None], session: AgentSession) -> BaseException | None:
     """Connect to the MCP server, run ``policy`` against it in a worker thread, and return
-    what stopped it (``EpisodeOver``) or ``None``; MCP failures become
-    :class:`InfrastructureError`."""
+    what stopped it (``EpisodeOver``, or whatever the policy itself raised, unchanged) or
+    ``None``; failures of the MCP connection become :class:`InfrastructureError`."""
     import anyio
     import anyio.to_thread
     from mcp import Client
@@ -71,15 +71,13 @@ def _drive(command: str, args: list[str], env: dict[str, str], errlog: Any,
             def act() -> None:
                 try:
                     policy(remote)
-                except EpisodeOver as exc:
-                    stopped.append(exc)
+                except Exception as exc:  # EpisodeOver, or a bug that must not pass for
+                    stopped.append(exc)   # an infrastructure error
 
             await anyio.to_thread.run_sync(act)
 
     try:
         anyio.run(main)
-    except InfrastructureError as exc:
-        return exc
     except Exception as exc:  # MCP connection, protocol or process failures
         return InfrastructureError(f"the MCP path failed: {_describe(exc)}"
                                    f"{_tail(errlog)}")

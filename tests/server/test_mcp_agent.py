@@ -77,3 +77,20 @@ def test_unknown_policy_names_the_valid_ones() -> None:
 
     with pytest.raises(UsageError, match=r"mcp:verify_first.*mcp:blind_retry|valid: mcp:"):
         validate_agent_spec("mcp:verify_everything")
+
+
+def test_an_mcp_server_that_will_not_start_is_an_infrastructure_error(
+        monkeypatch: pytest.MonkeyPatch, registry: SpecRegistry) -> None:
+    import limbo_plugin.agents.mcp_agent as mcp_agent
+    from limbo_plugin.server.launch import McpLaunch
+
+    def broken(url: str, token: str) -> McpLaunch:
+        return McpLaunch(command="python3", args=("-c", "import sys; sys.exit('no mcp here')"),
+                         env={})
+
+    monkeypatch.setattr(mcp_agent, "mcp_launch", broken)
+    record = run_episode(_key("incident_open", "ticket", "timeout_post"),
+                         RunConfig(agent="mcp:verify_first"), registry=registry)
+    assert record.error is not None and record.error.startswith("infrastructure error: ")
+    assert "the MCP path failed" in record.error and "no mcp here" in record.error
+    assert record.tool_calls == 0
