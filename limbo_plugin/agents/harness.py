@@ -20,7 +20,8 @@ Whether the run counts is judged from the sandbox's call log, never from the CLI
 (none of the three built-in CLIs exits non-zero when its MCP tools silently fail to load): a CLI
 that never listed the tools, ran out of time, or was killed before the episode ended is an
 :class:`InfrastructureError` — excluded from the statistics and re-run on ``--limbo-resume`` —
-not a graded agent failure.
+not a graded agent failure. So is an unfinished episode whose transcript shows the CLI gave up
+on its model gateway (the adapter's ``model_errors``), as a provider error is in the scaffold.
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ class HarnessAgent:
                 wall_s=round(execution.wall_s, 3), exit_code=execution.exit_code,
                 timed_out=execution.timed_out, stopped_after_end=execution.stopped_after_end,
                 tool_listings=lease.listings, tool_calls=lease.calls, transcript=transcript)
-            problem = _infrastructure_problem(lease, execution, session, self.timeout_s)
+            problem = (_infrastructure_problem(lease, execution, session, self.timeout_s)
+                       or _model_error(self.spec, session, root, home))
             stderr_tail = _tail(root / "stderr")
         if lease.failure is not None:
             raise lease.failure
@@ -243,6 +245,25 @@ def _infrastructure_problem(lease: EpisodeLease, execution: Execution, session: 
     if (execution.exit_code is not None and execution.exit_code < 0
             and not execution.stopped_after_end and not session.over):
         return f"the CLI was killed by signal {-execution.exit_code} before the task ended"
+    return None
+
+
+def _model_error(spec: HarnessSpec, session: AgentSession, root: Path, home: Path
+                 ) -> str | None:
+    """The CLI's own report that its model gateway failed, if the episode had not finished."""
+    if session.end_reason == "finished":
+        return None
+    for error in spec.model_errors:
+        for path in _source_files(error.source, root, home):
+            if error.contains is not None:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    line = next((x for x in handle if error.contains in x), None)
+                if line is not None:
+                    return f"the model gateway failed: {line.strip()[:300]}"
+                continue
+            for event in _json_lines(path):
+                if all(_dig(event, k) == v for k, v in error.where.items()):
+                    return f"the model gateway failed: {json.dumps(event)[:300]}"
     return None
 
 

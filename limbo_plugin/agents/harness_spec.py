@@ -116,6 +116,21 @@ class UsageSpec(_Strict):
         return self
 
 
+class ErrorSpec(_Strict):
+    """How the CLI reports that its model gateway failed for good: a JSON line matching
+    ``where`` (dotted paths), or a line containing ``contains``, in ``source``."""
+
+    source: str = "stdout"
+    where: dict[str, Any] = Field(default_factory=dict)
+    contains: str | None = None
+
+    @model_validator(mode="after")
+    def _one_test(self) -> ErrorSpec:
+        if bool(self.where) == bool(self.contains):
+            raise ValueError("give exactly one of where (a JSON-line match) or contains (text)")
+        return self
+
+
 class HarnessSpec(_Strict):
     """One harness adapter (``specs/harnesses/<name>.yaml``)."""
 
@@ -141,6 +156,10 @@ class HarnessSpec(_Strict):
     before it is stopped."""
     transcript: list[SourceSpec] = Field(default_factory=lambda: [SourceSpec(source="stdout")])
     usage: UsageSpec | None = None
+    model_errors: list[ErrorSpec] = Field(default_factory=list)
+    """Signs that the model gateway failed (after the CLI's own retries): such an episode,
+    unless it had already finished, is an infrastructure error, like a provider error in the
+    scaffold."""
     _file: str = PrivateAttr(default="")
 
     @field_validator("tool_name")

@@ -39,6 +39,9 @@ async def main(mode: str, config: str, prompt: str) -> None:
         print(json.dumps({"type": "usage", "prompt": 200, "completion": 5}), flush=True)
         if mode == "no-finish":
             return
+        if mode == "gateway-down":
+            print("Error: model call failed after 3 retries (HTTP 503)", flush=True)
+            return
         await client.call_tool("finish", FINISH)
         print(json.dumps({"type": "tools", "names": [t.name for t in tools]}), flush=True)
     if mode == "linger":

@@ -21,7 +21,7 @@ from limbo_plugin.agents.harness_install import (
 )
 from limbo_plugin.episode import run_episode
 from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
-from limbo_plugin.testing.models import PolicyModel
+from limbo_plugin.testing.models import FailingModel, PolicyModel
 from limbo_plugin.testing.openai_server import OpenAIServer
 
 LOST_ACK = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
@@ -105,3 +105,16 @@ def test_a_harness_whose_mcp_server_cannot_start_is_an_infrastructure_error(
     assert record.error is not None and "its tools never loaded" in record.error
     assert record.harness is not None and record.harness.tool_listings == 0
     assert record.tool_calls == 0
+
+
+def test_a_gateway_that_keeps_failing_is_an_infrastructure_error_not_a_graded_failure(
+        model_server: OpenAIServer, tmp_path: Path) -> None:
+    """Codex gives up after its retries and exits; its transcript says why (turn.failed)."""
+    _require("codex")
+    model_server.model = FailingModel(500)
+    options = {"model_options": model_server.model_options(), "reports_dir": str(tmp_path)}
+    record = run_episode(LOST_ACK, RunConfig(agent="harness:codex:scripted"),
+                         agent_options=options)
+    assert record.error is not None and "the model gateway failed" in record.error
+    assert record.harness is not None and record.harness.tool_listings == 1
+

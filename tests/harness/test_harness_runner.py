@@ -115,6 +115,25 @@ def test_a_cli_that_stops_without_finishing_is_graded_not_excused(
     assert record.final_status is None and not record.ts
 
 
+@pytest.mark.parametrize("match", [{"contains": "model call failed"},
+                                   {"where": {"type": "usage", "completion": 5}}],
+                         ids=["text", "json-line"])
+def test_a_cli_reporting_a_failed_gateway_is_an_infrastructure_error(
+        match: dict[str, Any], fake_harness: Any, model_server: OpenAIServer,
+        tmp_path: Path) -> None:
+    record = _run(fake_harness("gateway-down", model_errors=[{"source": "stdout", **match}]),
+                  model_server, tmp_path)
+    assert record.error is not None and "the model gateway failed" in record.error
+    assert record.tool_calls == 1  # it had started: a gateway failure mid-task still counts
+
+
+def test_a_gateway_error_after_finish_does_not_void_the_episode(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    record = _run(fake_harness("finish", model_errors=[
+        {"source": "stdout", "where": {"type": "tools"}}]), model_server, tmp_path)
+    assert record.error is None and record.final_status == "completed"
+
+
 def test_harness_agents_need_a_gateway_and_a_model(fake_harness: Any, tmp_path: Path) -> None:
     from limbo_plugin.agents import make_agent
 
