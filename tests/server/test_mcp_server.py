@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -264,3 +265,12 @@ def _raw_session(launch: McpLaunch, requests: list[bytes], expect_ids: set[int]
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def test_the_token_travels_in_the_environment_never_on_the_command_line() -> None:
+    launch = mcp_launch("http://127.0.0.1:1234", "s3cret-token")
+    assert all("s3cret-token" not in arg for arg in launch.argv)
+    assert launch.env[TOKEN_ENV] == "s3cret-token"
+    assert launch.command == sys.executable  # this interpreter, whatever is on PATH
+    package_root = str(Path(__file__).resolve().parents[2])  # this copy of limbo_plugin
+    assert launch.env["PYTHONPATH"].split(os.pathsep)[0] == package_root
