@@ -1,0 +1,185 @@
+"""Figures of the report (matplotlib, Agg backend), drawn from the tables so both always agree.
+
+Each figure is written as PNG and SVG. A figure whose table was skipped is skipped with the same
+reason. SVG ids are salted with a constant and no dates are written, so the same tables give the
+same files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from limbo_plugin.report.tables.base import RateCell, Result, Skipped, Table
+
+
+@dataclass(frozen=True)
+class Figure:
+    id: str
+    title: str
+    caption: str
+    files: tuple[Path, ...]
+
+
+FigureResult = Figure | Skipped
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.hashsalt": "limbo", "font.size": 9, "axes.spines.top": False,
+                         "axes.spines.right": False, "figure.dpi": 110})
+    return plt
+
+
+def _save(fig: Any, directory: Path, name: str) -> tuple[Path, ...]:
+    directory.mkdir(parents=True, exist_ok=True)
+    png, svg = directory / f"{name}.png", directory / f"{name}.svg"
+    fig.savefig(png, metadata={"Software": None}, bbox_inches="tight")
+    fig.savefig(svg, metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    return png, svg
+
+
+def _rate_columns(table: Table, prefix: str = "") -> list[str]:
+    return [c.key for c in table.columns if c.kind == "rate" and c.key.startswith(prefix)]
+
+
+def _label(table: Table, row: dict[str, Any], keys: Sequence[str]) -> str:
+    return " · ".join(str(row.get(k)) for k in keys if row.get(k) not in (None, ""))
+
+
+def _bars(ax: Any, groups: list[str], series: list[tuple[str, list[RateCell | None]]]) -> None:
+    """Grouped bars in percent with 95% interval whiskers; an empty cell draws nothing."""
+    width = 0.8 / max(1, len(series))
+    for i, (name, cells) in enumerate(series):
+        xs, ys, lows, highs = [], [], [], []
+        for j, cell in enumerate(cells):
+            if isinstance(cell, RateCell) and cell.rate is not None:
+                xs.append(j - 0.4 + width * (i + 0.5))
+                ys.append(100 * cell.rate)
+                lows.append(100 * (cell.rate - (cell.low or 0.0)))
+                highs.append(100 * ((cell.high or 0.0) - cell.rate))
+        ax.bar(xs, ys, width=width * 0.95, label=name, yerr=[lows, highs], capsize=2,
+               error_kw={"elinewidth": 0.8})
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, rotation=20, ha="right")
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("duplicate rate (%)")
+    if len(series) > 1:
+        ax.legend(fontsize=7, frameon=False, ncol=1 if len(series) < 6 else 2)
+
+
+def figure_families(table: Table, directory: Path) -> tuple[Path, ...]:
+    plt = _pyplot()
+    label_keys = [c.key for c in table.columns if c.kind == "text"]
+    families = _rate_columns(table, "dup_")
+    series = [(_label(table, row, label_keys), [row.get(f) for f in families])  # type: ignore[misc]
+              for row in table.rows]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(families) + 2), 3.6))
+    _bars(ax, [f.removeprefix("dup_") for f in families], series)  # type: ignore[arg-type]
+    ax.set_title("Duplicate rate by agent and fault family (95% intervals)")
+    files = _save(fig, directory, "dup_by_family")
+    plt.close(fig)
+    return files
+
+
+def figure_contracts(table: Table, directory: Path) -> tuple[Path, ...]:
+    plt = _pyplot()
+    columns = _rate_columns(table)
+    rows = [r for r in table.rows if r.get("contract_class") != "all classes"]
+    series = [(table.column(c).title, [r.get(c) for r in rows]) for c in columns]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(rows) + 2), 3.6))
+    _bars(ax, [str(r["contract_class"]) for r in rows], series)  # type: ignore[arg-type]
+    ax.set_title("Duplicate rate by contract class of the focal write (committed faults and "
+                 "redelivery)")
+    files = _save(fig, directory, "dup_by_contract")
+    plt.close(fig)
+    return files
+
+
+def figure_waiting(table: Table, directory: Path) -> tuple[Path, ...]:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    markers = {"fixed": "o", "tail": "s"}
+    for delay in ("fixed", "tail"):
+        rows = [r for r in table.rows if r["delay"] == delay
+                and isinstance(r["eos"], RateCell) and r["eos"].rate is not None]
+        if not rows:
+            continue
+        xs = [float(r["time_min"] or 0.0) for r in rows]  # type: ignore[arg-type]
+        cells = [r["eos"] for r in rows]
+        ys = [100 * c.rate for c in cells]  # type: ignore[union-attr,operator]
+        err = [[100 * (c.rate - c.low) for c in cells],  # type: ignore[union-attr,operator]
+               [100 * (c.high - c.rate) for c in cells]]  # type: ignore[union-attr,operator]
+        ax.errorbar(xs, ys, yerr=err, fmt=markers[delay], capsize=2, label=f"{delay} delay")
+        for x, y, r in zip(xs, ys, rows, strict=True):
+            name = r["condition"] if r["contract"] == "native" else \
+                f"{r['condition']} ({r['contract']})"
+            ax.annotate(str(name), (x, y), textcoords="offset points", xytext=(4, 3),
+                        fontsize=7)
+    ax.set_xlabel("mean simulated episode time (min)")
+    ax.set_ylabel("exactly-once success (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title("Waiting versus keys under late commits")
+    ax.legend(frameon=False, fontsize=8)
+    files = _save(fig, directory, "waiting_vs_keys")
+    plt.close(fig)
+    return files
+
+
+def figure_behaviour(table: Table, directory: Path) -> tuple[Path, ...]:
+    plt = _pyplot()
+    classes = [c.key for c in table.columns if c.kind == "percent"]
+    label_keys = [c.key for c in table.columns if c.kind == "text"]
+    labels = [_label(table, r, label_keys) for r in table.rows]
+    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1.6))
+    left = [0.0] * len(labels)
+    colors = plt.get_cmap("tab10")
+    for i, name in enumerate(classes):
+        widths = [100 * float(r.get(name) or 0.0) for r in table.rows]  # type: ignore[arg-type]
+        ax.barh(range(len(labels)), widths, left=left, label=name, color=colors(i % 10))
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of fired faulted episodes (%)")
+    ax.set_title("Recovery behaviour after the focal fault")
+    ax.legend(fontsize=7, frameon=False, bbox_to_anchor=(1.0, 1.0), loc="upper left")
+    files = _save(fig, directory, "behaviour")
+    plt.close(fig)
+    return files
+
+
+FIGURES: list[tuple[str, str, str, str, Callable[[Table, Path], tuple[Path, ...]]]] = [
+    ("dup_by_family", "table3_agents", "Duplicate rate by agent and fault family",
+     "Bars: duplicate rate over fired episodes; whiskers: 95% Wilson-on-Kish intervals "
+     "(Table 3).", figure_families),
+    ("dup_by_contract", "table5_contracts", "Duplicate rate by contract class",
+     "Committed faults and redelivery, by the native contract class of the focal write and "
+     "contract variant / condition (Table 5).", figure_contracts),
+    ("waiting_vs_keys", "table6_waiting", "Waiting versus keys",
+     "Exactly-once success against mean simulated episode time under late commits, one point "
+     "per condition (Table 6).", figure_waiting),
+    ("behaviour", "behaviour", "Recovery behaviour distribution",
+     "What the agent did after the focal fault, by configuration and fault class.",
+     figure_behaviour),
+]
+
+
+def build_figures(tables: Sequence[Result], directory: Path) -> list[FigureResult]:
+    by_id = {t.id: t for t in tables}
+    out: list[FigureResult] = []
+    for figure_id, table_id, title, caption, draw in FIGURES:
+        table = by_id.get(table_id)
+        if not isinstance(table, Table):
+            reason = table.reason if isinstance(table, Skipped) else f"no table {table_id}"
+            out.append(Skipped(figure_id, f"Figure: {title}", reason))
+            continue
+        out.append(Figure(figure_id, title, caption, draw(table, directory)))
+    return out
