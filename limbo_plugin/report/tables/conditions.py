@@ -66,7 +66,8 @@ def table7(rows: Sequence[EpisodeRow]) -> Result:
             members = by_cell.get((condition, contract), [])
             if not members:
                 continue
-            labels = [*agents, ALL_AGENTS] if len(agents) > 1 else agents
+            present = [a for a in agents if any(r.agent == a for r in members)]
+            labels = [*present, ALL_AGENTS] if len(present) > 1 else present
             for agent in labels:
                 mine = members if agent == ALL_AGENTS else [r for r in members
                                                             if r.agent == agent]
