@@ -74,15 +74,67 @@ def _bars(ax: Any, groups: list[str], series: list[tuple[str, list[RateCell | No
         ax.legend(fontsize=7, frameon=False, ncol=1 if len(series) < 6 else 2)
 
 
+MAX_BAR_SERIES = 10
+"""Beyond this many configurations grouped bars are unreadable: draw a heatmap instead."""
+MAX_STACKED_ROWS = 40
+MAX_HEATMAP_ROWS = 80
+"""A heatmap taller than this is unreadable and slow to draw: the figure shows the first rows and
+says so; the table has them all."""
+
+
+def _capped(labels: list[str], rows: list[dict[str, Any]]) -> tuple[list[str],
+                                                                    list[dict[str, Any]], str]:
+    if len(labels) <= MAX_HEATMAP_ROWS:
+        return labels, rows, ""
+    return (labels[:MAX_HEATMAP_ROWS], rows[:MAX_HEATMAP_ROWS],
+            f" (first {MAX_HEATMAP_ROWS} of {len(labels)} rows; all are in the table)")
+
+
+def _heatmap(ax: Any, labels: list[str], columns: list[str],
+             values: list[list[float | None]], legend: str) -> None:
+    """Rows × columns of shares in percent; an empty cell stays blank (never a zero)."""
+    import numpy as np
+
+    data = np.array([[np.nan if v is None else 100 * v for v in row] for row in values])
+    image = ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap="Reds", vmin=0, vmax=100,
+                      interpolation="nearest")
+    ax.set_xticks(range(len(columns)))
+    ax.set_xticklabels(columns, rotation=30, ha="right")
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=7 if len(labels) > 20 else 8)
+    if data.size <= 400:
+        for (i, j), v in np.ndenumerate(data):
+            if not np.isnan(v):
+                ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=6,
+                        color="white" if v > 60 else "black")
+    ax.figure.colorbar(image, ax=ax, label=legend, fraction=0.03, pad=0.02)
+
+
+def _rate(cell: object) -> float | None:
+    return cell.rate if isinstance(cell, RateCell) else None
+
+
 def figure_families(table: Table, directory: Path) -> tuple[Path, ...]:
     plt = _pyplot()
     label_keys = [c.key for c in table.columns if c.kind == "text"]
     families = _rate_columns(table, "dup_")
-    series = [(_label(table, row, label_keys), [row.get(f) for f in families])  # type: ignore[misc]
-              for row in table.rows]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(families) + 2), 3.6))
-    _bars(ax, [f.removeprefix("dup_") for f in families], series)  # type: ignore[arg-type]
-    ax.set_title("Duplicate rate by agent and fault family (95% intervals)")
+    names = [f.removeprefix("dup_") for f in families]
+    labels = [_label(table, row, label_keys) for row in table.rows]
+    note = ""
+    if len(table.rows) > MAX_BAR_SERIES:
+        labels, rows, note = _capped(labels, table.rows)
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(families) + 4),
+                                        0.22 * len(labels) + 1.8))
+        _heatmap(ax, labels, names, [[_rate(row.get(f)) for f in families] for row in rows],
+                 "duplicate rate (%)")
+    else:
+        series = [(label, [row.get(f) for f in families])  # type: ignore[misc]
+                  for label, row in zip(labels, table.rows, strict=True)]
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(families) + 2), 3.6))
+        _bars(ax, names, series)  # type: ignore[arg-type]
+    ax.set_title("Duplicate rate by agent and fault family (95% intervals)"
+                 if len(table.rows) <= MAX_BAR_SERIES else
+                 "Duplicate rate by configuration and fault family" + note)
     files = _save(fig, directory, "dup_by_family")
     plt.close(fig)
     return files
@@ -137,20 +189,28 @@ def figure_behaviour(table: Table, directory: Path) -> tuple[Path, ...]:
     classes = [c.key for c in table.columns if c.kind == "percent"]
     label_keys = [c.key for c in table.columns if c.kind == "text"]
     labels = [_label(table, r, label_keys) for r in table.rows]
-    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1.6))
-    left = [0.0] * len(labels)
-    colors = plt.get_cmap("tab10")
-    for i, name in enumerate(classes):
-        widths = [100 * float(r.get(name) or 0.0) for r in table.rows]  # type: ignore[arg-type]
-        ax.barh(range(len(labels)), widths, left=left, label=name, color=colors(i % 10))
-        left = [a + b for a, b in zip(left, widths, strict=True)]
-    ax.set_yticks(range(len(labels)))
-    ax.set_yticklabels(labels, fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("share of fired faulted episodes (%)")
-    ax.set_title("Recovery behaviour after the focal fault")
-    ax.legend(fontsize=7, frameon=False, bbox_to_anchor=(1.0, 1.0), loc="upper left")
+    note = ""
+    if len(labels) > MAX_STACKED_ROWS:
+        labels, rows, note = _capped(labels, table.rows)
+        fig, ax = plt.subplots(figsize=(8.0, 0.16 * len(labels) + 1.8))
+        _heatmap(ax, labels, classes, [[float(r.get(c) or 0.0)  # type: ignore[arg-type]
+                                        for c in classes] for r in rows],
+                 "share of episodes (%)")
+    else:
+        fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1.6))
+        left = [0.0] * len(labels)
+        colors = plt.get_cmap("tab10")
+        for i, name in enumerate(classes):
+            widths = [100 * float(r.get(name) or 0.0) for r in table.rows]  # type: ignore[arg-type]
+            ax.barh(range(len(labels)), widths, left=left, label=name, color=colors(i % 10))
+            left = [a + b for a, b in zip(left, widths, strict=True)]
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("share of fired faulted episodes (%)")
+        ax.legend(fontsize=7, frameon=False, bbox_to_anchor=(1.0, 1.0), loc="upper left")
+    ax.set_title("Recovery behaviour after the focal fault" + note)
     files = _save(fig, directory, "behaviour")
     plt.close(fig)
     return files
