@@ -155,30 +155,40 @@ def figure_contracts(table: Table, directory: Path) -> tuple[Path, ...]:
 
 
 def figure_waiting(table: Table, directory: Path) -> tuple[Path, ...]:
+    """One panel per delay distribution; colour = condition, marker = contract variant."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    markers = {"fixed": "o", "tail": "s"}
-    for delay in ("fixed", "tail"):
-        rows = [r for r in table.rows if r["delay"] == delay
-                and isinstance(r["eos"], RateCell) and r["eos"].rate is not None]
-        if not rows:
-            continue
-        xs = [float(r["time_min"] or 0.0) for r in rows]  # type: ignore[arg-type]
-        cells = [r["eos"] for r in rows]
-        ys = [100 * c.rate for c in cells]  # type: ignore[union-attr,operator]
-        err = [[100 * (c.rate - c.low) for c in cells],  # type: ignore[union-attr,operator]
-               [100 * (c.high - c.rate) for c in cells]]  # type: ignore[union-attr,operator]
-        ax.errorbar(xs, ys, yerr=err, fmt=markers[delay], capsize=2, label=f"{delay} delay")
-        for x, y, r in zip(xs, ys, rows, strict=True):
-            name = r["condition"] if r["contract"] == "native" else \
-                f"{r['condition']} ({r['contract']})"
-            ax.annotate(str(name), (x, y), textcoords="offset points", xytext=(4, 3),
-                        fontsize=7)
-    ax.set_xlabel("mean simulated episode time (min)")
-    ax.set_ylabel("exactly-once success (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title("Waiting versus keys under late commits")
-    ax.legend(frameon=False, fontsize=8)
+    delays = [d for d in ("fixed", "tail") if any(r["delay"] == d for r in table.rows)]
+    conditions = list(dict.fromkeys(str(r["condition"]) for r in table.rows))
+    contracts = list(dict.fromkeys(str(r["contract"]) for r in table.rows))
+    colours = plt.get_cmap("tab10")
+    markers = "osD^v<>"
+    fig, axes = plt.subplots(1, len(delays), figsize=(5.2 * len(delays) + 1.8, 4.0),
+                             sharey=True, squeeze=False)
+    for ax, delay in zip(axes[0], delays, strict=True):
+        for r in table.rows:
+            rate = r["eos"]
+            if r["delay"] != delay or not isinstance(rate, RateCell) or rate.rate is None:
+                continue
+            x = float(r["time_min"] or 0.0)  # type: ignore[arg-type]
+            y = 100 * rate.rate
+            err = [[y - 100 * (rate.low or 0.0)], [100 * (rate.high or 0.0) - y]]
+            ax.errorbar([x], [y], yerr=err, capsize=2, linestyle="none",
+                        marker=markers[contracts.index(str(r["contract"])) % len(markers)],
+                        color=colours(conditions.index(str(r["condition"])) % 10))
+        ax.set_title(f"{delay} delay")
+        ax.set_xlabel("mean simulated episode time (min)")
+        ax.set_ylim(0, 105)
+    axes[0][0].set_ylabel("exactly-once success (%)")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colours(i % 10), marker="o", linestyle="none", label=c)
+               for i, c in enumerate(conditions)]
+    if len(contracts) > 1:
+        handles += [Line2D([], [], color="grey", marker=markers[i % len(markers)],
+                           linestyle="none", label=c) for i, c in enumerate(contracts)]
+    axes[0][-1].legend(handles=handles, fontsize=7, frameon=False, loc="upper left",
+                       bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("Waiting versus keys under late commits (95% intervals)")
     files = _save(fig, directory, "waiting_vs_keys")
     plt.close(fig)
     return files

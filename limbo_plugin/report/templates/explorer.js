@@ -118,12 +118,12 @@
     matches.slice(start, start + PAGE).forEach(function (row) {
       var uid = row[COL.uid];
       var outcome = value(row, 'outcome');
+      var config = [value(row, 'agent'), value(row, 'contract'), value(row, 'condition')];
       var tr = el('tr', { 'data-uid': uid, 'data-outcome': outcome },
-        el('td', { text: row[COL.episode_id] }),
-        el('td', { text: value(row, 'agent') }),
+        el('td', { 'class': 'episode' }, el('div', { text: row[COL.episode_id] }),
+          el('div', { 'class': 'sub', text: config.join(' · ') })),
         el('td', null, el('span', { 'class': 'badge ' + outcome, text: outcome })),
-        el('td', { text: String(row[COL.duplicates]) }),
-        el('td', { text: value(row, 'behaviour') || '' }));
+        el('td', { 'class': 'num', text: String(row[COL.duplicates]) }));
       if (uid === state.episode) { tr.className = 'selected'; }
       tr.addEventListener('click', function () { openEpisode(uid, true); });
       body.appendChild(tr);
@@ -404,21 +404,23 @@
       var status = entry.duplicateOf ? 'duplicate of #' + entry.duplicateOf : 'first';
       if (e.undone_at != null) { status += ', undone at ' + secs(e.undone_at); }
       var cls = (entry.duplicateOf ? 'dup ' : '') + (e.undone_at != null ? 'undone' : '');
-      body.appendChild(el('tr', { 'class': cls, 'data-seq': String(e.seq) },
-        el('td', { 'class': 'seq', text: '#' + e.seq }), el('td', { text: String(e.t) }),
+      body.appendChild(el('tr', { 'class': cls, 'data-seq': String(e.seq),
+                                  title: 'intent ' + short(e.intent, 400) },
+        el('td', { 'class': 'seq', text: '#' + e.seq }),
+        el('td', { 'class': 'seq', text: String(Math.round(e.t * 10) / 10) }),
         el('td', { 'class': 'tool', text: e.tool }),
-        el('td', { 'class': 'intent', text: short(e.intent, 90) }),
-        el('td', { text: (e.record_ids || []).join(', ') }),
+        el('td', null, el('div', { text: (e.record_ids || []).join(', ') }),
+          e.key ? el('div', { 'class': 'sub', text: 'key ' + e.key }) : null),
         el('td', null, badge(e.origin, e.origin)),
-        el('td', { text: e.key || '' }), el('td', { 'class': 'status', text: status })));
+        el('td', { 'class': 'status', text: status })));
     });
     if (!(record.ledger || []).length) {
-      body.appendChild(el('tr', null, el('td', { colspan: '8', text: 'No effect committed.' })));
+      body.appendChild(el('tr', null, el('td', { colspan: '6', text: 'No effect committed.' })));
     }
     return el('table', { 'class': 'ledger', id: 'ledger' },
       el('thead', null, el('tr', null, el('th', { text: 'seq' }), el('th', { text: 't (s)' }),
-        el('th', { text: 'tool' }), el('th', { text: 'intent' }), el('th', { text: 'records' }),
-        el('th', { text: 'origin' }), el('th', { text: 'key' }), el('th', { text: 'status' }))),
+        el('th', { text: 'tool' }), el('th', { text: 'records' }), el('th', { text: 'origin' }),
+        el('th', { text: 'status' }))),
       body);
   }
 
