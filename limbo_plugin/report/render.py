@@ -30,8 +30,10 @@ def format_cell(cell: Cell, column: Column) -> str:
         if cell.rate is None:
             return DASH
         return f"{pct(cell.rate)}% [{pct(cell.low)}–{pct(cell.high)}] ({cell.k}/{cell.n})"
-    if column.kind == "percent" and isinstance(cell, int | float):
-        return f"{pct(float(cell))}%"
+    if isinstance(cell, float) and math.isnan(cell):
+        return DASH
+    if column.kind == "percent" and isinstance(cell, float):
+        return f"{pct(cell)}%"  # an int in a share column is a count (Table 4's episodes)
     if column.kind == "pvalue" and isinstance(cell, int | float):
         return format_p(float(cell))
     if column.kind == "float" and isinstance(cell, int | float):

@@ -19,6 +19,7 @@ from reportkit import cell, record, trace, write
 import limbo_plugin.stats as stats
 from limbo_plugin.records import EpisodeRecord
 from limbo_plugin.report.load import EpisodeRow, load_records
+from limbo_plugin.report.render import to_markdown
 from limbo_plugin.report.tables.base import Skipped, Table
 from limbo_plugin.report.tables.equivalence import table_equivalence, table_stability
 from limbo_plugin.report.tables.regression import table_h1
@@ -49,7 +50,7 @@ def test_table4_fits_only_varying_factors_per_column(tmp_path: Path,
                                shares={f: share for f in factors}, n=len(rows))
 
     fake = Recorder(shapley)
-    monkeypatch.setattr(stats, "shapley_pseudo_r2", fake, raising=False)
+    monkeypatch.setattr(stats, "shapley_pseudo_r2", fake)
     records = [*cell(4, 1, agent="litellm:m1"), *cell(4, 3, agent="litellm:m2"),
                *cell(4, 4, agent="litellm:m1", fault_mode="timeout_late"),
                *cell(4, 2, agent="litellm:m2", fault_mode="timeout_late"),
@@ -80,7 +81,7 @@ def test_table4_says_why_a_column_is_not_fitted(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     fake = Recorder(lambda rows, outcome, factors: SimpleNamespace(
         r2=0.1, contributions={}, shares={f: 1.0 for f in factors}, n=len(rows)))
-    monkeypatch.setattr(stats, "shapley_pseudo_r2", fake, raising=False)
+    monkeypatch.setattr(stats, "shapley_pseudo_r2", fake)
     records = [*cell(4, 1, agent="litellm:m1"), *cell(4, 3, agent="litellm:m2")]
     table = table4(rows_of(tmp_path, records))
     assert isinstance(table, Table)
@@ -88,7 +89,8 @@ def test_table4_says_why_a_column_is_not_fitted(tmp_path: Path,
     assert len(fake.calls) == 2  # pooled and resolvable
     same = [*cell(4, 0, agent="litellm:m1"), *cell(4, 0, agent="litellm:m2")]
     result = table4(rows_of(tmp_path, same))
-    assert isinstance(result, Skipped) and "duplicated and clean" in result.reason
+    assert isinstance(result, Skipped)
+    assert "pooled: every episode has the same duplicate outcome" in result.reason
 
 
 def test_h1_formula_and_both_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,8 +101,8 @@ def test_h1_formula_and_both_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                                pvalue={"weak_read_path": 0.007}, n=18, groups=3)
 
     bayes, gee = Recorder(fit(6.4)), Recorder(fit(2.9))
-    monkeypatch.setattr(stats, "bayes_mixed_logit", bayes, raising=False)
-    monkeypatch.setattr(stats, "gee_logit", gee, raising=False)
+    monkeypatch.setattr(stats, "bayes_mixed_logit", bayes)
+    monkeypatch.setattr(stats, "gee_logit", gee)
     templates = ("t1", "t2", "t3")
     records = [*cell(6, 5, templates=templates, focal_verification="eventual",
                      focal_tool="email_send", agent="litellm:m1"),
@@ -135,8 +137,8 @@ def test_observation_equivalence_pairs_matched_worlds(tmp_path: Path,
     agreement = Recorder(lambda pairs: sum(a == b for a, b in pairs) / len(pairs))
     permutation = Recorder(lambda pairs, **kw: SimpleNamespace(
         statistic=0.1, null_mean=0.12, pvalue=0.6, n_pairs=len(pairs), permutations=10_000))
-    monkeypatch.setattr(stats, "first_action_agreement", agreement, raising=False)
-    monkeypatch.setattr(stats, "permutation_tv_test", permutation, raising=False)
+    monkeypatch.setattr(stats, "first_action_agreement", agreement)
+    monkeypatch.setattr(stats, "permutation_tv_test", permutation)
     tool = "tickets_create"
     worlds = [
         record(fault_mode="timeout_pre", trace=_focal_then(tool, "tickets_list")),
@@ -173,7 +175,7 @@ def test_observation_equivalence_skipped_without_matched_worlds(tmp_path: Path) 
 def test_stability_kappa_over_repeat_runs(tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     kappa = Recorder(0.42)
-    monkeypatch.setattr(stats, "cohens_kappa", kappa, raising=False)
+    monkeypatch.setattr(stats, "cohens_kappa", kappa)
     first = cell(6, 3)
     second = [r.model_copy(update={"duplicates": int(i in (0, 1, 5))})
               for i, r in enumerate(first)]
@@ -189,3 +191,93 @@ def test_stability_kappa_over_repeat_runs(tmp_path: Path,
     assert row["repeat_pairs"] == 6 and row["agreement"] == pytest.approx(4 / 6)
     assert row["kappa"] == 0.42
     assert isinstance(table_stability(loaded.rows, []), Skipped)
+
+
+# -- the same tables on the real statistics, with hand-computed values ---------------------------
+def test_table4_real_fit_gives_the_whole_variance_to_the_deciding_factor(tmp_path: Path
+                                                                         ) -> None:
+    # m1 always duplicates, m2 never; the fault mode is balanced and irrelevant. The model
+    # predicts every outcome (McFadden R² = 1) and the fault adds nothing.
+    records = [r for agent, k in (("litellm:m1", 4), ("litellm:m2", 0))
+               for mode in ("timeout_post", "timeout_late")
+               for r in cell(4, k, agent=agent, fault_mode=mode,
+                             first_instance=10 * ("m2" in agent))]
+    table = table4(rows_of(tmp_path, records))
+    assert isinstance(table, Table)
+    by_factor = {r["factor"]: r for r in table.rows}
+    assert by_factor["pseudo-R²"]["pooled"] == pytest.approx(1.0)
+    assert by_factor["model"]["pooled"] == pytest.approx(1.0)
+    assert by_factor["fault"]["pooled"] == pytest.approx(0.0, abs=1e-9)
+    assert by_factor["episodes"]["pooled"] == 16
+    assert "| episodes | 16 | 8 | 8 |" in to_markdown(table)
+
+
+def test_equivalence_and_stability_real_values(tmp_path: Path) -> None:
+    tool = "tickets_create"
+    worlds = [record(fault_mode="timeout_pre", trace=_focal_then(tool, "tickets_list")),
+              record(fault_mode="timeout_post", trace=_focal_then(tool, "tickets_list")),
+              record(fault_mode="timeout_late", trace=_focal_then(tool, tool)),
+              record(fault_mode="http500_pre", trace=_focal_then(tool, "wait")),
+              record(fault_mode="http500_post", trace=_focal_then(tool, "wait"),
+                     duplicated=True)]
+    again = [record(fault_mode="timeout_post", trace=_focal_then(tool, "tickets_list"),
+                    duplicated=True),
+             record(fault_mode="timeout_late", trace=_focal_then(tool, "tickets_list")),
+             record(fault_mode="http500_post", trace=_focal_then(tool, "wait"),
+                    duplicated=True),
+             record(fault_mode="timeout_pre", trace=_focal_then(tool, "tickets_list"))]
+    loaded = load_records([write(tmp_path / "a.jsonl", worlds),
+                           write(tmp_path / "b.jsonl", again)])
+    table = table_equivalence(loaded.rows, loaded.repeats)
+    assert isinstance(table, Table)
+    (row,) = table.rows
+    # Pairs: (reissue, list), (reissue, list), (list, list), (wait, wait): 2 of 4 agree.
+    assert row["matched_agreement"] == pytest.approx(0.5)
+    # First labels: reissue ½, list ¼, wait ¼; second: list ¾, wait ¼ → TV = ½.
+    assert row["tv"] == pytest.approx(0.5)
+    assert 0.0 <= row["p"] <= 1.0  # type: ignore[operator]
+    assert row["repeat_pairs"] == 4 and row["repeat_agreement"] == pytest.approx(0.75)
+    stability = table_stability(loaded.rows, loaded.repeats)
+    assert isinstance(stability, Table)
+    (kappa,) = stability.rows
+    # Duplicates, first run / repeat: (F,T), (F,F), (T,T), (F,F): p_o = 3/4,
+    # p_e = ¼·½ + ¾·½ = ½ → κ = (¾ − ½) / (1 − ½) = ½.
+    assert kappa["agreement"] == pytest.approx(0.75)
+    assert kappa["kappa"] == pytest.approx(0.5)
+
+
+def test_h1_real_fits_find_the_weak_read_path_effect(tmp_path: Path) -> None:
+    templates = ("t1", "t2", "t3", "t4")
+    records = [*cell(16, 12, templates=templates, focal_verification="eventual",
+                     focal_tool="email_send"),
+               *cell(16, 3, templates=templates, first_instance=10)]
+    table = table_h1(rows_of(tmp_path, records))
+    assert isinstance(table, Table)
+    bayes, gee = table.rows
+    assert gee["episodes"] == 32 and gee["clusters"] == 4
+    for row in (bayes, gee):
+        assert row["odds_ratio"] > 1  # type: ignore[operator]
+        assert row["ci_low"] <= row["odds_ratio"] <= row["ci_high"]  # type: ignore[operator]
+    # Without clustering the odds ratio is (12·13)/(4·3) = 13; the fits stay in its range.
+    assert 3 < gee["odds_ratio"] < 40  # type: ignore[operator]
+
+
+
+def test_a_failed_fit_is_a_stated_reason_not_a_crash(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("the logistic fit did not converge")
+
+    monkeypatch.setattr(stats, "shapley_pseudo_r2", refuse)
+    records = [*cell(4, 1, agent="litellm:m1"), *cell(4, 3, agent="litellm:m2")]
+    result = table4(rows_of(tmp_path, records))
+    assert isinstance(result, Skipped)
+    assert "pooled: the fit failed (the logistic fit did not converge)" in result.reason
+    monkeypatch.setattr(stats, "gee_logit", refuse)
+    templates = ("t1", "t2", "t3")
+    h1 = table_h1(rows_of(tmp_path, [
+        *cell(6, 5, templates=templates, focal_verification="eventual"),
+        *cell(6, 1, templates=templates, first_instance=10)]))
+    assert isinstance(h1, Table)
+    assert [r["method"].split()[0] for r in h1.rows] == ["Bayesian"]  # type: ignore[union-attr]
+    assert "The fit failed — GEE: the logistic fit did not converge" in h1.notes

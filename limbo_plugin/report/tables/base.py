@@ -7,8 +7,10 @@ and the Wilson-on-Kish interval, so every writer shows the same numbers and test
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -114,3 +116,18 @@ def group(rows: Iterable[EpisodeRow], key: Callable[[EpisodeRow], object]
 
 ICC_NOTE = ("Rates with 95% Wilson intervals on the Kish effective sample size; ρ by template "
             "is estimated once per outcome over the table's episodes.")
+
+
+@contextmanager
+def quiet_fit() -> Iterator[None]:
+    """Silence the numerical warnings of model fits (separation, boundary estimates).
+
+    A fit that cannot be trusted raises ``ValueError`` in :mod:`limbo_plugin.stats`, which the
+    table turns into a stated reason; the warnings statsmodels and numpy print on the way would
+    only be noise in ``limbo report``'s output.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module=r"statsmodels(\..*)?")
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+        yield
+

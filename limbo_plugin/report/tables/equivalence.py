@@ -15,7 +15,7 @@ from collections.abc import Hashable, Sequence
 from itertools import combinations
 
 from limbo_plugin.report.load import EpisodeRow
-from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, group
+from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, group, quiet_fit
 
 ID_EQ = "observation_equivalence"
 TITLE_EQ = "Observation equivalence: first action after the fault"
@@ -85,7 +85,8 @@ def table_equivalence(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow])
     pooled_again = [p for ps in again.values() for p in ps]
     for agent, pairs in _with_pooled(matched):
         mine = pooled_again if agent == ALL_AGENTS else again.get(agent, [])
-        test = permutation_tv_test(pairs)
+        with quiet_fit():
+            test = permutation_tv_test(pairs)
         table.rows.append({
             "agent": agent, "matched_pairs": len(pairs),
             "matched_agreement": first_action_agreement(pairs),

@@ -16,7 +16,7 @@ from typing import Any
 
 from limbo_plugin.report.facets import COMMITTED_MODES, classify, model_of
 from limbo_plugin.report.load import EpisodeRow
-from limbo_plugin.report.tables.base import Column, Result, Skipped, Table
+from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, quiet_fit
 
 ID = "h1_regression"
 TITLE = "H1: non-idempotent writes with an eventual or missing read path"
@@ -68,17 +68,29 @@ def table_h1(rows: Sequence[EpisodeRow]) -> Result:
     table = Table(ID, TITLE, f"Odds ratio of duplication for {TERM} (non-idempotent focal write "
                   "whose read path is eventually consistent or missing) over fired "
                   f"committed-fault episodes; model: {formula}.", columns)
-    bayes = bayes_mixed_logit(data, formula, random={
-        "template": "0 + C(template)", "instance": "0 + C(template_instance)"})
-    table.rows.append({"method": "Bayesian mixed logit (VB)",
-                       "odds_ratio": bayes.odds_ratio[TERM], "ci_low": bayes.ci_low[TERM],
-                       "ci_high": bayes.ci_high[TERM], "p": None, "episodes": bayes.n,
-                       "clusters": templates})
-    gee = gee_logit(data, formula, cluster="template")
-    table.rows.append({"method": "GEE (Mancl–DeRouen, t on G−1 df)",
-                       "odds_ratio": gee.odds_ratio[TERM], "ci_low": gee.ci_low[TERM],
-                       "ci_high": gee.ci_high[TERM], "p": gee.pvalue[TERM], "episodes": gee.n,
-                       "clusters": gee.groups})
+    failures = []
+    try:
+        with quiet_fit():
+            bayes = bayes_mixed_logit(data, formula, random={
+                "template": "0 + C(template)", "instance": "0 + C(template_instance)"})
+        table.rows.append({"method": "Bayesian mixed logit (VB)",
+                           "odds_ratio": bayes.odds_ratio[TERM], "ci_low": bayes.ci_low[TERM],
+                           "ci_high": bayes.ci_high[TERM], "p": None, "episodes": bayes.n,
+                           "clusters": templates})
+    except ValueError as exc:
+        failures.append(f"Bayesian mixed logit: {exc}")
+    try:
+        with quiet_fit():
+            gee = gee_logit(data, formula, cluster="template")
+        table.rows.append({"method": "GEE (Mancl–DeRouen, t on G−1 df)",
+                           "odds_ratio": gee.odds_ratio[TERM], "ci_low": gee.ci_low[TERM],
+                           "ci_high": gee.ci_high[TERM], "p": gee.pvalue[TERM],
+                           "episodes": gee.n, "clusters": gee.groups})
+    except ValueError as exc:
+        failures.append(f"GEE: {exc}")
+    if not table.rows:
+        return Skipped(ID, TITLE, "both fits failed: " + "; ".join(failures))
+    table.notes += [f"The fit failed — {f}" for f in failures]
     table.notes.append("The Bayesian interval is a 95% credible interval; the GEE interval a "
                        "95% confidence interval.")
     return table

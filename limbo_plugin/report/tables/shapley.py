@@ -22,7 +22,7 @@ from limbo_plugin.report.facets import (
     model_of,
 )
 from limbo_plugin.report.load import EpisodeRow
-from limbo_plugin.report.tables.base import Column, Result, Skipped, Table
+from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, quiet_fit
 
 ID = "table4_shapley"
 TITLE = "Table 4: Shapley decomposition of the explained variance in duplicates"
@@ -80,14 +80,18 @@ def table4(rows: Sequence[EpisodeRow]) -> Result:
         if not varying:
             table.notes.append(f"{name}: no factor takes more than one value.")
             continue
-        result = shapley_pseudo_r2(data, "duplicate", varying)
+        try:
+            with quiet_fit():
+                result = shapley_pseudo_r2(data, "duplicate", varying)
+        except ValueError as exc:
+            table.notes.append(f"{name}: the fit failed ({exc}).")
+            continue
         fitted = True
         summary[name] = result.r2
         for factor in varying:
             cells[factor][name] = result.shares.get(factor) if result.shares else None
     if not fitted:
-        return Skipped(ID, TITLE, "no column has both duplicated and clean episodes and a "
-                       "factor with more than one level")
+        return Skipped(ID, TITLE, "no column could be fitted: " + " ".join(table.notes))
     table.rows = [*cells.values(), summary, count]
     for row in table.rows[:-1]:
         for name in SCOPES:
