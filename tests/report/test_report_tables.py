@@ -21,8 +21,9 @@ from limbo_plugin.report.tables.contracts import table5
 from limbo_plugin.report.tables.cue import table10
 from limbo_plugin.report.tables.harnesses import table8, table9
 from limbo_plugin.report.tables.overclaim import table_overclaim
+from limbo_plugin.report.tables.stakes import table_stakes
 from limbo_plugin.report.tables.waiting import table6
-from limbo_plugin.stats import icc_binary, rate_with_interval
+from limbo_plugin.stats import icc_binary, rate_with_interval, tost_independent
 
 
 def rows_of(tmp_path: Path, records: Sequence[EpisodeRecord]) -> list[EpisodeRow]:
@@ -341,7 +342,31 @@ def test_writers_agree_on_numbers(tmp_path: Path) -> None:
 def test_every_table_is_a_table_or_a_reason(tmp_path: Path) -> None:
     results = build_tables(rows_of(tmp_path, cell(4, 1)))
     ids = [r.id for r in results]
-    assert len(ids) == len(set(ids)) == 13
+    assert len(ids) == len(set(ids)) == 14
     for result in results:
         if isinstance(result, Skipped):
             assert result.reason and "\n" not in result.reason
+
+
+# -- H4 ------------------------------------------------------------------------------------------
+def test_h4_stakes_irreversible_against_reversible(tmp_path: Path) -> None:
+    def episodes(n: int, k: int, irreversible: bool, first: int) -> list[EpisodeRecord]:
+        return [record(template=("t1", "t2")[i % 2], instance=first + i,
+                       behaviour="blind_retry" if i < k else "verify_then_skip",
+                       focal_irreversible=irreversible) for i in range(n)]
+
+    hard, soft = episodes(10, 3, True, 0), episodes(20, 2, False, 100)
+    ignored = [record(fault_mode="redelivery", behaviour="blind_retry", focal_irreversible=True)]
+    table = table_stakes(rows_of(tmp_path, [*hard, *soft, *ignored]))
+    assert isinstance(table, Table)
+    (row,) = table.rows
+    blind = lambda r: r.behaviour == "blind_retry"  # noqa: E731
+    check(row["irreversible"], 3, 10, hard, [*hard, *soft], blind)
+    check(row["reversible"], 2, 20, soft, [*hard, *soft], blind)
+    expected = tost_independent([True] * 3 + [False] * 7, [True] * 2 + [False] * 18)
+    assert row["difference"] == pytest.approx(20.0)
+    assert (row["low"], row["high"]) == (pytest.approx(100 * expected.low),
+                                         pytest.approx(100 * expected.high))
+    assert row["p"] == pytest.approx(expected.pvalue) and row["equivalent"] == "no"
+    skipped = table_stakes(rows_of(tmp_path, soft))
+    assert isinstance(skipped, Skipped) and "irreversible and reversible" in skipped.reason

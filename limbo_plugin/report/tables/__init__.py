@@ -21,6 +21,7 @@ from limbo_plugin.report.tables.harnesses import table8, table9
 from limbo_plugin.report.tables.overclaim import table_overclaim
 from limbo_plugin.report.tables.regression import table_h1
 from limbo_plugin.report.tables.shapley import table4
+from limbo_plugin.report.tables.stakes import table_stakes
 from limbo_plugin.report.tables.waiting import table6
 
 Generator = Callable[[Sequence[EpisodeRow], Sequence[EpisodeRow]], Result]
@@ -34,6 +35,7 @@ GENERATORS: list[Generator] = [
     _rows_only(table3), _rows_only(table4), _rows_only(table_h1), _rows_only(table5),
     _rows_only(table6), _rows_only(table7), _rows_only(table8), _rows_only(table9),
     _rows_only(table10), _rows_only(table_behaviour), _rows_only(table_overclaim),
+    _rows_only(table_stakes),
     table_equivalence, table_stability,
 ]
 
