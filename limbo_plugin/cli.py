@@ -5,7 +5,7 @@
     limbo show EPISODE_ID [--records reports/episodes.jsonl]
     limbo summary [RECORDS] [--markdown]
     limbo gate GATE [--records RECORDS] [--baseline PREVIOUS]
-    limbo report RECORDS… [--out reports/report]
+    limbo report [RECORDS…] [--out reports/report]
     limbo allure [RESULTS] [--out reports/allure-report]
 
 Evaluating an experiment is pytest's job (``pytest -k late_commit -n 16``); this command is for
@@ -76,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="the paper's tables, figures and an HTML report "
                             "with an episode explorer, from one or more record files")
-    report.add_argument("records", nargs="+", help="JSONL record files (a later file's copy "
-                        "of an episode counts as a repeat run)")
+    report.add_argument("records", nargs="*", default=[DEFAULT_RECORDS],
+                        help="JSONL record files (default reports/episodes.jsonl); a later "
+                        "file's copy of an episode counts as a repeat run")
     report.add_argument("--out", default="reports/report", help="output directory "
                         "(default reports/report)")
     report.set_defaults(handler=cmd_report)

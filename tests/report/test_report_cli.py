@@ -128,3 +128,12 @@ def test_allure_without_npx_or_results_is_a_clear_error(tmp_path: Path,
     assert main(["allure", str(results), "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("limbo: npx not found: install Node.js")
+
+
+def test_default_records_file_and_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "reports" / "episodes.jsonl", cell(4, 1))
+    assert main(["report"]) == 0
+    assert "Read 4 record(s) from 1 file(s)" in capsys.readouterr().out
+    assert (tmp_path / "reports" / "report" / "index.html").is_file()
