@@ -450,6 +450,19 @@
     readHash();
     refresh();
     if (state.episode) { openEpisode(state.episode, false); }
+    document.addEventListener('keydown', function (event) {
+      // j / k (or the arrow keys) step through the filtered episodes, as in a mail reader.
+      var target = event.target && event.target.tagName;
+      if (target === 'INPUT' || target === 'SELECT') { return; }
+      var step = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[event.key];
+      if (!step || !matches.length) { return; }
+      event.preventDefault();
+      var at = matches.findIndex(function (r) { return r[COL.uid] === state.episode; });
+      var next = Math.max(0, Math.min(matches.length - 1, at < 0 ? 0 : at + step));
+      state.page = Math.floor(next / PAGE);
+      renderList();
+      openEpisode(matches[next][COL.uid], true);
+    });
     window.addEventListener('hashchange', function () {
       readHash();
       refresh();
