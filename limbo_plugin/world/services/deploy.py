@@ -9,7 +9,8 @@ from limbo_plugin.world.services.base import Args, Body, Execution, Service, not
 from limbo_plugin.world.store import SEED_TIME, VersionedTable
 
 RUN_SECONDS = 120
-"""A run reports ``running`` for this long after it starts, then ``succeeded``."""
+"""A run reports ``running`` for this long after it starts, then ``succeeded`` (a choice the SPEC
+leaves open; ``docs/decisions.md``, D-deploy-status)."""
 
 
 class DeployService(Service):
@@ -57,9 +58,9 @@ class DeployService(Service):
         if run["status"] != "cancelled":
             run["status"] = "cancelled"
             self.runs.put(run["id"], run, ex.t)
-            self.commit("deploy_cancel_run", args, ex, [run["id"]], kind="update",
-                        targets=[run["id"]])
-            self.world.ledger.mark_undone(run["id"], ex.t)
+            effect = self.commit("deploy_cancel_run", args, ex, [run["id"]], kind="update",
+                                 targets=[run["id"]])
+            self.world.ledger.mark_undone(run["id"], ex.t, by=effect.seq)
         return {"id": run["id"], "status": "cancelled"}
 
     def do_deploy_list_runs(self, args: Args, ex: Execution) -> Body:
