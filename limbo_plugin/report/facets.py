@@ -38,6 +38,13 @@ def committed_or_redelivery(row: EpisodeRow) -> bool:
     return row.fired and (row.fault_mode in COMMITTED_MODES or row.family == "redelivery")
 
 
+def unmitigated(row: EpisodeRow) -> bool:
+    """The paper's baseline configuration: vanilla condition, default documentation and
+    instruction, a truthful operator (E1 and E3's native condition). Any contract variant."""
+    return (row.condition == "vanilla" and row.docs == "default"
+            and row.instruction == "default" and row.operator == "truthful")
+
+
 def fault_class(row: EpisodeRow) -> str | None:
     """``resolvable`` / ``unresolvable`` by family (SPEC §3), whatever the record says."""
     if row.family in RESOLVABLE:

@@ -54,7 +54,9 @@ def test_table4_fits_only_varying_factors_per_column(tmp_path: Path,
     records = [*cell(4, 1, agent="litellm:m1"), *cell(4, 3, agent="litellm:m2"),
                *cell(4, 4, agent="litellm:m1", fault_mode="timeout_late"),
                *cell(4, 2, agent="litellm:m2", fault_mode="timeout_late"),
-               *cell(4, 0, agent="litellm:m2", fault_mode="timeout_pre")]  # not in any column
+               *cell(4, 0, agent="litellm:m2", fault_mode="timeout_pre"),  # not in any column
+               *cell(4, 4, agent="litellm:m2", condition="guard"),  # a mitigation: left out
+               *cell(4, 4, agent="litellm:m2", instruction="no_cue")]
     table = table4(rows_of(tmp_path, records))
     assert isinstance(table, Table)
     calls = {tuple(kw.get("factors", args[2])): args[0] for args, kw in fake.calls}
@@ -109,7 +111,9 @@ def test_h1_formula_and_both_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                *cell(6, 1, templates=templates, agent="litellm:m2", first_instance=10),
                *cell(6, 0, templates=templates, focal_idempotency="key_optional",
                      focal_accepts_key=True, fault_mode="timeout_late", first_instance=20),
-               *cell(3, 3, templates=templates, fault_mode="timeout_pre")]  # not committed
+               *cell(3, 3, templates=templates, fault_mode="timeout_pre"),  # not committed
+               *cell(6, 6, templates=templates, contract="keys_everywhere"),  # not native
+               *cell(6, 6, templates=templates, condition="vbr")]  # not vanilla
     table = table_h1(rows_of(tmp_path, records))
     assert isinstance(table, Table)
     (data, formula), kwargs = bayes.calls[0][0], bayes.calls[0][1]

@@ -6,7 +6,9 @@ when it varies), fitted twice: the Bayesian binomial mixed model with random int
 template and template × instance (variational Bayes), and GEE clustered by template with
 Mancl–DeRouen bias-reduced errors and a t reference on G − 1 degrees of freedom. The class is the
 one the record states for the focal write under the episode's contract (a write that gains a key
-under keys everywhere is keyable there).
+under keys everywhere is keyable there). As in the paper (E1), only unmitigated episodes under the
+native contract enter: a condition or a contract variant changes who duplicates, and H1 is about
+the native contract as agents meet it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limbo_plugin.report.facets import COMMITTED_MODES, classify, model_of
+from limbo_plugin.report.facets import COMMITTED_MODES, classify, model_of, unmitigated
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, quiet_fit
 
@@ -27,7 +29,8 @@ RISKY = frozenset({"non_idempotent_eventual", "non_idempotent_unverifiable"})
 def h1_rows(rows: Sequence[EpisodeRow]) -> list[dict[str, Any]]:
     out = []
     for r in rows:
-        if not (r.fired and r.fault_mode in COMMITTED_MODES and r.focal_idempotency):
+        if not (r.fired and r.fault_mode in COMMITTED_MODES and r.focal_idempotency
+                and unmitigated(r) and r.contract == "native"):
             continue
         label = classify(r.focal_idempotency, r.focal_verification, r.focal_accepts_key)
         out.append({"duplicate": int(r.duplicated), TERM: int(label in RISKY),
@@ -45,7 +48,9 @@ def formula_for(data: Sequence[dict[str, Any]]) -> str:
 def table_h1(rows: Sequence[EpisodeRow]) -> Result:
     data = h1_rows(rows)
     if not data:
-        return Skipped(ID, TITLE, "no fired committed-fault episode")
+        return Skipped(ID, TITLE, "no fired committed-fault episode under the native contract "
+                       "in the vanilla condition with default documentation, instruction and "
+                       "operator")
     if len({d[TERM] for d in data}) < 2:
         return Skipped(ID, TITLE, "the focal writes are all of one kind (need both writes with "
                        "an eventual or missing read path and others)")
@@ -67,7 +72,8 @@ def table_h1(rows: Sequence[EpisodeRow]) -> Result:
                Column("clusters", "templates", "int")]
     table = Table(ID, TITLE, f"Odds ratio of duplication for {TERM} (non-idempotent focal write "
                   "whose read path is eventually consistent or missing) over fired "
-                  f"committed-fault episodes; model: {formula}.", columns)
+                  "committed-fault episodes (native contract, vanilla condition); model: "
+                  f"{formula}.", columns)
     failures = []
     try:
         with quiet_fit():

@@ -6,6 +6,11 @@ name; ``litellm:`` and ``scripted:`` → minimal). Columns: pooled over committe
 redelivery (the preregistered analysis), and split into faults an immediate read-back resolves
 and faults it cannot. A factor with a single level in a column cannot explain anything there; it
 is left out of that fit and the cell says so instead of showing a zero.
+
+As in the paper (E1, and E3 in its native condition) only unmitigated episodes enter: the vanilla
+condition with default documentation, instruction and operator. Conditions are not a factor of
+the decomposition, and pooling them would credit their effects to whichever factor they
+correlate with.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from limbo_plugin.report.facets import (
     contract_factor,
     harness_of,
     model_of,
+    unmitigated,
 )
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, quiet_fit
@@ -51,14 +57,17 @@ def table4(rows: Sequence[EpisodeRow]) -> Result:
     except ImportError:
         return Skipped(ID, TITLE, "this installation's limbo_plugin.stats has no "
                        "shapley_pseudo_r2")
-    scoped = {name: [r for r in rows if keep(r)] for name, keep in SCOPES.items()}
+    scoped = {name: [r for r in rows if keep(r) and unmitigated(r)]
+              for name, keep in SCOPES.items()}
     if not any(scoped.values()):
-        return Skipped(ID, TITLE, "no fired committed-fault or redelivery episode")
+        return Skipped(ID, TITLE, "no fired committed-fault or redelivery episode in the "
+                       "vanilla condition with default documentation, instruction and operator")
     columns = [Column("factor", "factor")]
     columns += [Column(name, name, "percent") for name in SCOPES]
     table = Table(ID, TITLE, "Shapley shares of McFadden's pseudo-R² of a logistic model of "
                   "duplication (any duplicate in the episode), pooled over committed faults and "
-                  "redelivery and split into resolvable and unresolvable faults.", columns)
+                  "redelivery and split into resolvable and unresolvable faults; vanilla "
+                  "condition, default documentation, instruction and operator.", columns)
     cells: dict[str, dict[str, Any]] = {f: {"factor": f} for f in FACTORS}
     summary: dict[str, Any] = {"factor": "pseudo-R²"}
     count: dict[str, Any] = {"factor": "episodes"}
