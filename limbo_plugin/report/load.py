@@ -20,7 +20,6 @@ Merging rules, in this order:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from limbo_plugin.errors import LimboError
-from limbo_plugin.records import RECORD_SCHEMA_VERSION, RunConfig
+from limbo_plugin.records import RECORD_SCHEMA_VERSION
 
 
 class RecordFileError(LimboError):
@@ -145,12 +144,6 @@ class EpisodeRow:
     source: int
     offset: int
     length: int
-
-    @property
-    def config(self) -> RunConfig:
-        return RunConfig(agent=self.agent, contract=self.contract, docs=self.docs,
-                         instruction=self.instruction, condition=self.condition,
-                         operator=self.operator)
 
     @property
     def fingerprint(self) -> str:
@@ -319,14 +312,6 @@ def load_records(paths: Sequence[str | Path]) -> LoadedRecords:
 def sort_key(row: EpisodeRow) -> tuple[Any, ...]:
     return (row.agent, row.contract, row.docs, row.instruction, row.condition, row.operator,
             row.template, row.instance, row.focal_write, row.fault_mode)
-
-
-def read_full_record(sources: Sequence[Path], row: EpisodeRow) -> dict[str, Any]:
-    """The whole record of ``row`` (trace and ledger included), read from its file offset."""
-    with sources[row.source].open("rb") as handle:
-        handle.seek(row.offset)
-        data: dict[str, Any] = json.loads(handle.read(row.length))
-    return data
 
 
 def read_raw_lines(sources: Sequence[Path], rows: Sequence[EpisodeRow]) -> list[bytes]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from reportkit import record, trace, write
 
-from limbo_plugin.report.load import RecordFileError, load_records, read_full_record
+from limbo_plugin.report.load import RecordFileError, load_records, read_raw_lines
 
 
 def test_merges_files_drops_duplicates_and_errors_and_keeps_repeats(tmp_path: Path) -> None:
@@ -45,7 +46,8 @@ def test_full_record_is_read_back_from_its_offset(tmp_path: Path) -> None:
             for i in range(3)]
     path = write(tmp_path / "r.jsonl", rows)
     loaded = load_records([path])
-    full = read_full_record(loaded.sources, loaded.rows[1])
+    (line,) = read_raw_lines(loaded.sources, loaded.rows[1:2])
+    full = json.loads(line)
     assert full["template"] == "t1"
     assert full["trace"][0]["tool"] == "tickets_create"
 
