@@ -5,6 +5,8 @@
     limbo show EPISODE_ID [--records reports/episodes.jsonl]
     limbo summary [RECORDS] [--markdown]
     limbo gate GATE [--records RECORDS] [--baseline PREVIOUS]
+    limbo report [RECORDS…] [--out reports/report]
+    limbo allure [RESULTS] [--out reports/allure-report]
     limbo mcp --url URL [--token TOKEN] [--transport stdio|streamable-http]
     limbo harness list | install [codex|copilot|hermes …]
 
@@ -75,6 +77,23 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--records", default=DEFAULT_RECORDS)
     gate.add_argument("--baseline", default=None)
     gate.set_defaults(handler=cmd_gate)
+
+    report = sub.add_parser("report", help="the paper's tables, figures and an HTML report "
+                            "with an episode explorer, from one or more record files")
+    report.add_argument("records", nargs="*", default=[DEFAULT_RECORDS],
+                        help="JSONL record files (default reports/episodes.jsonl); a later "
+                        "file's copy of an episode counts as a repeat run")
+    report.add_argument("--out", default="reports/report", help="output directory "
+                        "(default reports/report)")
+    report.set_defaults(handler=cmd_report)
+
+    allure = sub.add_parser("allure", help="render Allure results as an HTML report "
+                            "(npx --yes allure generate)")
+    allure.add_argument("results", nargs="?", default="reports/allure-results",
+                        help="the --alluredir of the run (default reports/allure-results)")
+    allure.add_argument("--out", default="reports/allure-report",
+                        help="output directory (default reports/allure-report)")
+    allure.set_defaults(handler=cmd_allure)
 
     from limbo_plugin.server import mcp_server
 
@@ -194,6 +213,21 @@ def cmd_gate(args: argparse.Namespace) -> int:
                                                read_records(Path(args.baseline)))
     print("\n".join(result.lines()))
     return 0 if result.passed else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.build import make_report
+
+    outcome = make_report(args.records, args.out, specs=args.specs)
+    print("\n".join(outcome.lines()))
+    return 0
+
+
+def cmd_allure(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.allure import generate
+
+    print(f"Allure report: {generate(args.results, args.out)}")
+    return 0
 
 
 def cmd_harness_list(args: argparse.Namespace) -> int:
