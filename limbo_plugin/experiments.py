@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from limbo_plugin.errors import SpecError
+from limbo_plugin.errors import SpecError, UsageError
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, RunConfig
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
 from limbo_plugin.spec.models import StrictModel
@@ -107,8 +107,6 @@ class Experiment:
                 if focal not in known:
                     raise self.doc.error(("focal_writes", i),
                                          f"unknown focal write {focal!r} in these templates")
-        from limbo_plugin.errors import UsageError
-
         for dimension, field in CONFIG_FIELD.items():
             for i, value in enumerate(getattr(spec, dimension)):
                 if value == FROM_OPTION:
@@ -166,7 +164,6 @@ def check_run_value(field: str, value: str, registry: SpecRegistry | None) -> No
     ``None`` (specs that failed to load) they are left to collection to report."""
     from limbo_plugin.agents import validate_agent_spec
     from limbo_plugin.conditions import validate_condition
-    from limbo_plugin.errors import UsageError
     from limbo_plugin.tasks import INSTRUCTION_VARIANTS
     from limbo_plugin.world.operator import OPERATOR_VARIANTS
 
@@ -226,8 +223,6 @@ def find_experiment(name: str, registry: SpecRegistry) -> Path:
     directory = registry.root / "experiments"
     file = directory / f"{name}.yaml"
     if not file.exists():
-        from limbo_plugin.errors import UsageError
-
         valid = ", ".join(sorted(p.stem for p in directory.glob("*.yaml"))) or "(none)"
         raise UsageError(f"unknown experiment {name!r}; valid: {valid}")
     return file

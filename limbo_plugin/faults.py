@@ -10,28 +10,16 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from limbo_plugin.contracts import ToolDefinition
-from limbo_plugin.spec.models import FaultModeSpec
+from limbo_plugin.spec.models import FaultModeSpec, FocalTrigger
 from limbo_plugin.toolapi import ToolCall, ToolResult, normalize_arguments, tool_error
 from limbo_plugin.world.seeds import rng_for
 from limbo_plugin.world.world import ExecutionResult, Request, World
 
 CALL_COST_S = 1.0
-
-
-@dataclass(frozen=True)
-class FocalTrigger:
-    """Which call a fault attaches to: the ``n``-th call of ``tool`` whose args match ``where``."""
-
-    tool: str
-    where: dict[str, Any] = field(default_factory=dict)
-    n: int = 1
-
-    def matches(self, tool: str, args: dict[str, Any]) -> bool:
-        return tool == self.tool and all(args.get(k) == v for k, v in self.where.items())
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from limbo_plugin.errors import SpecError
-from limbo_plugin.faults import FocalTrigger
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
-from limbo_plugin.spec.models import StrictModel
+from limbo_plugin.spec.models import FocalTrigger, StrictModel
 from limbo_plugin.templating import TemplateError, render
 from limbo_plugin.world.ids import stable_int
 from limbo_plugin.world.seeds import base_seed, rng_for

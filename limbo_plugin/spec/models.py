@@ -7,6 +7,7 @@ all of them forbid unknown fields so a typo in a spec is an error, not a silent 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
@@ -102,9 +103,9 @@ class ToolSpecModel(StrictModel):
         unknown = [name for name in self.required if name not in self.parameters]
         if unknown:
             raise ValueError(f"required parameters not declared: {', '.join(unknown)}")
-        for field in self.contract.intent_fields:
-            if field not in self.parameters:
-                raise ValueError(f"intent field {field!r} is not a parameter")
+        for name in self.contract.intent_fields:
+            if name not in self.parameters:
+                raise ValueError(f"intent field {name!r} is not a parameter")
         if self.contract.key_param and self.contract.key_param not in self.parameters:
             raise ValueError(f"key_param {self.contract.key_param!r} is not a parameter")
         return self
@@ -145,6 +146,22 @@ FaultFamily = Literal[
     "explicit", "none",
 ]
 HiddenOutcome = Literal["absent", "committed", "late", "partial", "duplicated", "none"]
+
+
+@dataclass(frozen=True)
+class FocalTrigger:
+    """Which call a fault attaches to: the ``n``-th call of ``tool`` whose args match ``where``.
+
+    A task's focal write declares it (:meth:`limbo_plugin.tasks.FocalWrite.trigger`); the fault
+    transport only reads it, so it lives here, on the spec side.
+    """
+
+    tool: str
+    where: dict[str, Any] = field(default_factory=dict)
+    n: int = 1
+
+    def matches(self, tool: str, args: dict[str, Any]) -> bool:
+        return tool == self.tool and all(args.get(k) == v for k, v in self.where.items())
 
 
 class FaultModeSpec(StrictModel):

@@ -19,8 +19,9 @@ from worldkit import (
     write_args,
 )
 
-from limbo_plugin.faults import FaultPlan, FocalTrigger
+from limbo_plugin.faults import FaultPlan
 from limbo_plugin.sandbox import Sandbox
+from limbo_plugin.spec.models import FocalTrigger
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.world.seeds import world_seed
 
