@@ -18,7 +18,7 @@ from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
 from limbo_plugin.records import RunConfig
 from limbo_plugin.report.aggregate import FAMILY_ORDER
-from limbo_plugin.spec.registry import get_registry
+from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
 
 def main() -> None:
@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--contract", default="native")
     parser.add_argument("--instances", type=int, nargs="+", default=[0, 1])
     args = parser.parse_args()
-    registry = get_registry()
+    registry = SpecRegistry.load(default_specs_dir())
     worlds = list(iter_worlds(registry, sorted(registry.templates), args.instances, "all",
                               list(registry.faults)))
     table: dict[tuple[str, str], list[tuple[bool, bool]]] = defaultdict(list)

@@ -24,7 +24,7 @@ from typing import Any
 
 from limbo_plugin.episode import run_episode
 from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
-from limbo_plugin.spec.registry import get_registry
+from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 from limbo_plugin.testing.openai_server import DUMMY_API_KEY, server_process
 
 WORLDS = [
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=30)
     parser.add_argument("--policy", default="verify_first")
     args = parser.parse_args()
-    registry = get_registry()
+    registry = SpecRegistry.load(default_specs_dir())
     keys = [WORLDS[i % len(WORLDS)] for i in range(args.episodes)]
     scripted_config = RunConfig(agent=f"scripted:{args.policy}")
     model_config = RunConfig(agent=f"litellm:{MODEL}")

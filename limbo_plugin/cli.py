@@ -17,9 +17,13 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from limbo_plugin.errors import LimboError
 from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+
+if TYPE_CHECKING:
+    from limbo_plugin.spec.registry import SpecRegistry
 
 DEFAULT_RECORDS = "reports/episodes.jsonl"
 
@@ -74,10 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _registry(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from limbo_plugin.spec.registry import get_registry
+def _registry(args: argparse.Namespace) -> SpecRegistry:
+    """The one place the command finds its specs: ``--specs``, else the default directory."""
+    from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
-    return get_registry(args.specs)
+    return SpecRegistry.load(Path(args.specs).resolve() if args.specs else default_specs_dir())
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -19,18 +19,17 @@ from limbo_plugin.experiments import check_run_value
 from limbo_plugin.faults import FaultPlan, FaultTransport
 from limbo_plugin.grading import code_behaviour, grade
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord, RunConfig
-from limbo_plugin.spec.registry import SpecRegistry, get_registry
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.tasks import TaskInstance
 from limbo_plugin.world.seeds import world_seed
 from limbo_plugin.world.world import World
 
 
-def run_episode(key: EpisodeKey, config: RunConfig | None = None, *,
-                registry: SpecRegistry | None = None, agent: Agent | None = None,
-                agent_options: Mapping[str, Any] | None = None) -> EpisodeRecord:
-    """Run the episode ``key`` under ``config`` and return its graded record."""
+def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: SpecRegistry,
+                agent: Agent | None = None, agent_options: Mapping[str, Any] | None = None
+                ) -> EpisodeRecord:
+    """Run the episode ``key`` under ``config`` on the specs of ``registry``; return its record."""
     config = config or RunConfig()
-    registry = registry or get_registry()
     task = registry.template(key.template).instantiate(key.instance)
     mode = registry.fault_mode(key.fault_mode)
     check_run_value("operator", config.operator, registry)
@@ -115,9 +114,8 @@ def _harness_seconds(caller: Any) -> float:
     return float(getattr(caller, "harness_seconds", 0.0))
 
 
-def build_world(task: TaskInstance, registry: SpecRegistry | None = None, *,
-                contract: str = "native", docs: str = "default") -> World:
+def build_world(task: TaskInstance, registry: SpecRegistry, *, contract: str = "native",
+                docs: str = "default") -> World:
     """A fresh world for ``task`` with no fault (handy in tests and notebooks)."""
-    registry = registry or get_registry()
     return World(registry.catalog(contract, docs), task.services, base_seed=task.base_seed,
                  seed_records=task.seed_records)

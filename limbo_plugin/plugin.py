@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from limbo_plugin.errors import LimboError, SpecError, UsageError
 from limbo_plugin.records import EpisodeRecord, RunConfig
+
+if TYPE_CHECKING:
+    from limbo_plugin.spec.registry import SpecRegistry
 
 RECORD_PROPERTY = "limbo_record"
 FAMILY_MARKERS = {
@@ -150,17 +153,27 @@ class LimboState:
         self.started = time.monotonic()
         self.selected: set[tuple[str, str]] = set()
         self.baseline: list[EpisodeRecord] = []
+        self.registry: SpecRegistry | None = None
+        self.spec_error: SpecError | None = None
+
+    @property
+    def specs(self) -> SpecRegistry:
+        """The session's spec registry; a broken spec tree raises its :class:`SpecError`."""
+        if self.registry is None:
+            raise self.spec_error or SpecError(self.specs_dir, "the specs were not loaded")
+        return self.registry
 
     def validate(self) -> None:
         from limbo_plugin.experiments import check_run_value, find_experiment
-        from limbo_plugin.spec.registry import get_registry
+        from limbo_plugin.spec.registry import SpecRegistry
 
         try:
-            registry = get_registry(self.specs_dir)
-        except SpecError:
+            self.registry = SpecRegistry.load(self.specs_dir)
+        except SpecError as exc:
             # A broken spec is reported by collection as one failing item (with its file and
             # line), not as a dead session: ``pytest tests`` must still run.
-            registry = None
+            self.spec_error = exc
+        registry = self.registry
         for name, value in self.overrides.items():
             if value is not None:
                 check_run_value(name, value, registry)
@@ -259,10 +272,9 @@ class ExperimentFile(pytest.File):
     def _episodes(self) -> Any:
         from limbo_plugin.episode import expected_failure
         from limbo_plugin.experiments import load_experiment
-        from limbo_plugin.spec.registry import get_registry
 
         state: LimboState = self.config.stash[STATE]
-        registry = get_registry(state.specs_dir)
+        registry = state.specs
         experiment = load_experiment(self.path, registry)
         episodes = experiment.episodes(registry, state.overrides, state.defaults)
         many_agents = len({e.config.agent for e in episodes}) > 1
@@ -344,7 +356,6 @@ class EpisodeItem(pytest.Item):
 
     def setup(self) -> None:
         from limbo_plugin.episode import run_episode
-        from limbo_plugin.spec.registry import get_registry
 
         state: LimboState = self.config.stash[STATE]
         fingerprint = (self.episode.key.id, self.episode.config.fingerprint())
@@ -354,7 +365,7 @@ class EpisodeItem(pytest.Item):
             pytest.skip(f"cost limit of ${state.cost_limit} reached; not starting new episodes")
         options = {**state.agent_options, "model_options": self.model_options}
         record = run_episode(self.episode.key, self.episode.config,
-                             registry=get_registry(state.specs_dir), agent_options=options)
+                             registry=state.specs, agent_options=options)
         self.record = record
         self.user_properties.append((RECORD_PROPERTY, record.model_dump_json()))
         if record.error is not None:

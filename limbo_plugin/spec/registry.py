@@ -1,4 +1,8 @@
-"""The registry of every spec under a ``specs/`` directory, loaded once per process.
+"""The registry of every spec under a ``specs/`` directory.
+
+It is loaded by the entry points (the pytest plugin, once per session, and the ``limbo`` command)
+and passed explicitly to everything below them; nothing looks it up from the environment on its
+own, so two spec trees can live side by side in one process (the plugin tests rely on it).
 
 Each spec file becomes a pydantic model at the boundary; cross-file references (a read-back tool, a
 task's focal write tool, an experiment's template) are checked here too, and every problem is a
@@ -9,7 +13,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,7 +37,10 @@ T = TypeVar("T")
 
 
 def default_specs_dir() -> Path:
-    """``$LIMBO_SPECS``, else ``./specs`` if present, else the specs shipped beside the package."""
+    """``$LIMBO_SPECS``, else ``./specs`` if present, else the specs shipped beside the package.
+
+    For entry points only (plugin, command line, benchmarks): it depends on the environment.
+    """
     env = os.environ.get(SPECS_ENV)
     if env:
         return Path(env).resolve()
@@ -199,12 +205,3 @@ def _pick(kind: str, name: str, table: dict[str, T]) -> T:
         valid = ", ".join(sorted(table)) or "(none)"
         raise UsageError(f"unknown {kind} {name!r}; valid: {valid}") from None
 
-
-@cache
-def _registry_for(root: Path) -> SpecRegistry:
-    return SpecRegistry.load(root)
-
-
-def get_registry(root: str | Path | None = None) -> SpecRegistry:
-    """The registry for ``root`` (default: :func:`default_specs_dir`), loaded once per process."""
-    return _registry_for(Path(root).resolve() if root else default_specs_dir())

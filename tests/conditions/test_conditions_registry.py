@@ -30,7 +30,7 @@ from limbo_plugin.conditions.registry import (
 from limbo_plugin.episode import build_world
 from limbo_plugin.errors import UsageError
 from limbo_plugin.faults import FaultTransport
-from limbo_plugin.spec.registry import get_registry
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.toolapi import ToolCall, ToolCaller
 
 SPEC_NAMES = ("vanilla", "aware", "reflect", "sdk_retry", "rules", "vbr", "guard",
@@ -38,8 +38,9 @@ SPEC_NAMES = ("vanilla", "aware", "reflect", "sdk_retry", "rules", "vbr", "guard
               "state_oracle", "outcome_oracle")
 
 
-def _env(ground_truth: bool = False) -> tuple[FaultTransport, HarnessEnv]:
-    w = build_world(get_registry().template("cross_post").instantiate(0))
+def _env(registry: SpecRegistry, ground_truth: bool = False
+         ) -> tuple[FaultTransport, HarnessEnv]:
+    w = build_world(registry.template("cross_post").instantiate(0), registry)
     return FaultTransport(w), HarnessEnv(tools=dict(w.tools), world=w,
                                          ground_truth=w if ground_truth else None)
 
@@ -72,15 +73,16 @@ def test_only_the_oracles_need_ground_truth() -> None:
 
 
 @pytest.mark.parametrize("name", PROMPT_CONDITIONS)
-def test_prompt_conditions_are_the_transport_itself(name: str) -> None:
-    transport, env = _env()
+def test_prompt_conditions_are_the_transport_itself(registry: SpecRegistry, name: str) -> None:
+    transport, env = _env(registry)
     assert build_condition(name, transport, env) is transport
 
 
 @pytest.mark.parametrize("name", [n for n in SPEC_NAMES if n not in PROMPT_CONDITIONS]
                          + ["wait_90"])
-def test_middleware_wraps_the_transport_and_reports_its_time(name: str) -> None:
-    transport, env = _env(ground_truth=needs_ground_truth(name))
+def test_middleware_wraps_the_transport_and_reports_its_time(registry: SpecRegistry,
+                                                            name: str) -> None:
+    transport, env = _env(registry, ground_truth=needs_ground_truth(name))
     caller = build_condition(name, transport, env)
     assert caller is not transport
     assert isinstance(caller, ToolCaller)
@@ -90,14 +92,14 @@ def test_middleware_wraps_the_transport_and_reports_its_time(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ORACLE_CONDITIONS)
-def test_an_oracle_without_ground_truth_is_a_usage_error(name: str) -> None:
-    transport, env = _env(ground_truth=False)
+def test_an_oracle_without_ground_truth_is_a_usage_error(registry: SpecRegistry, name: str) -> None:
+    transport, env = _env(registry, ground_truth=False)
     with pytest.raises(UsageError, match="ground truth"):
         build_condition(name, transport, env)
 
 
-def test_the_harness_env_keeps_the_clock_but_not_the_world() -> None:
-    _transport, env = _env()
+def test_the_harness_env_keeps_the_clock_but_not_the_world(registry: SpecRegistry) -> None:
+    _transport, env = _env(registry)
     assert not hasattr(env, "world")
     assert env.ground_truth is None
     start = env.now
@@ -113,7 +115,7 @@ def test_middleware_modules_never_mention_ground_truth() -> None:
 
 
 @pytest.mark.parametrize("condition", [*SPEC_NAMES, "wait_120"])
-def test_episodes_hand_ground_truth_to_the_oracles_only(condition: str,
+def test_episodes_hand_ground_truth_to_the_oracles_only(registry: SpecRegistry, condition: str,
                                                         monkeypatch: pytest.MonkeyPatch
                                                         ) -> None:
     seen: list[HarnessEnv] = []
@@ -124,7 +126,7 @@ def test_episodes_hand_ground_truth_to_the_oracles_only(condition: str,
         return real(name, transport, env)
 
     monkeypatch.setattr(episode_module, "build_condition", spy)
-    record = run(world("feature_flags", "publish", "timeout_post"), condition,
+    record = run(world(registry, "feature_flags", "publish", "timeout_post"), condition,
                  "scripted:verify_first")
     assert len(seen) == 1
     assert (seen[0].ground_truth is not None) == (condition in ORACLE_CONDITIONS)
@@ -133,8 +135,9 @@ def test_episodes_hand_ground_truth_to_the_oracles_only(condition: str,
 
 
 @pytest.mark.parametrize("name", ["aware", "reflect"])
-def test_prompt_conditions_change_nothing_for_a_scripted_agent(name: str) -> None:
-    w = world("invoice_batch", "charge_1", "timeout_post")
+def test_prompt_conditions_change_nothing_for_a_scripted_agent(registry: SpecRegistry,
+                                                               name: str) -> None:
+    w = world(registry, "invoice_batch", "charge_1", "timeout_post")
     base, other = run(w, "vanilla"), run(w, name)
     assert other.ledger == base.ledger
     assert [e.model_dump() for e in other.trace] == [e.model_dump() for e in base.trace]
