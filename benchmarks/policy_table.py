@@ -17,7 +17,6 @@ from limbo_plugin.agents.scripted import POLICIES
 from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
 from limbo_plugin.records import RunConfig
-from limbo_plugin.report.aggregate import FAMILY_ORDER
 from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
 
@@ -38,7 +37,7 @@ def main() -> None:
             if record.fired or record.family == "none":
                 table[(policy, record.family)].append((record.duplicates > 0, record.eos))
     elapsed = time.perf_counter() - start
-    families = [f for f in FAMILY_ORDER if any((p, f) in table for p in POLICIES)]
+    families = [f for f in registry.family_order if any((p, f) in table for p in POLICIES)]
     print(f"{len(worlds)} worlds × {len(POLICIES)} policies = {len(worlds) * len(POLICIES)} "
           f"episodes in {elapsed:.1f} s (contract {args.contract}); cells: duplicate % / EOS %")
     print("| policy | " + " | ".join(families) + " |")

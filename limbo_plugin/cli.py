@@ -147,7 +147,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if not records:
         print(f"limbo: no records in {args.records}", file=sys.stderr)
         return 2
-    summary = summarize(records)
+    summary = summarize(records, family_order=_registry(args).family_order)
     print(render_markdown(summary) if args.markdown else "\n".join(render_text(summary)))
     return 0
 
@@ -167,7 +167,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if not records:
         print(f"limbo: no records in {args.records}", file=sys.stderr)
         return 2
-    result = GateResult(gate=gate.name, checks=evaluate_thresholds(gate, summarize(records)))
+    summary = summarize(records, family_order=_registry(args).family_order)
+    result = GateResult(gate=gate.name, checks=evaluate_thresholds(gate, summary))
     if args.baseline:
         result.checks += compare_with_baseline(gate.baseline, records,
                                                read_records(Path(args.baseline)))

@@ -16,7 +16,7 @@ from limbo_plugin.conditions import HarnessEnv, build_condition
 from limbo_plugin.conditions.registry import needs_ground_truth
 from limbo_plugin.errors import UsageError
 from limbo_plugin.experiments import check_run_value
-from limbo_plugin.faults import FaultPlan, FaultTransport
+from limbo_plugin.faults import FaultPlan, FaultTransport, expected_failure
 from limbo_plugin.grading import code_behaviour, grade
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord, RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
@@ -93,21 +93,10 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
         tool_calls=session.calls, harness_calls=len(harness),
         harness_seconds=_harness_seconds(caller),
         sim_seconds=sim_seconds, escalations=world.escalations,
-        expected_failure=expected_failure(mode.name, focal_def),
+        expected_failure=expected_failure(mode, focal_def),
         error=error, usage=session.usage if session.usage.model_calls else None,
         trace=entries, ledger=world.ledger.to_json(),
     )
-
-
-def expected_failure(mode: str, focal_def: Any) -> str | None:
-    """Why no client-side policy can be exactly-once here, or ``None`` if one can."""
-    if mode != "redelivery" or focal_def is None:
-        return None
-    contract = focal_def.contract
-    if contract.idempotency == "non_idempotent" and contract.key_param is None:
-        return (f"redelivery of {focal_def.name}, which accepts no idempotency key: no "
-                "client-side policy can be exactly-once")
-    return None
 
 
 def _harness_seconds(caller: Any) -> float:

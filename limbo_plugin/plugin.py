@@ -23,18 +23,6 @@ if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
 
 RECORD_PROPERTY = "limbo_record"
-FAMILY_MARKERS = {
-    "not_executed": "the request never executed (timeout_pre, http500_pre)",
-    "lost_ack": "the request committed; the acknowledgement was lost (timeout_post)",
-    "misleading_500": "the request committed and the service answered 500",
-    "partial_batch": "a non-atomic batch half-applied",
-    "late_commit": "the timed-out request is still in flight and commits later",
-    "redelivery": "the transport delivered the request twice",
-    "explicit": "an explicit, non-ambiguous fault (429, 503, outage, schema drift)",
-    "none": "no fault",
-    "resolvable": "a fault that an immediate read-back resolves",
-    "unresolvable": "a fault that no read-back can resolve",
-}
 OPTIONS: dict[str, tuple[str, str]] = {
     # dest: (flag, help); every one can also be set in pytest.ini as limbo_<dest>
     "agent": ("--agent", "agent to evaluate: scripted:<policy>, litellm:<model> "
@@ -197,14 +185,15 @@ def _resolve(root: Path, path: str) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name, description in FAMILY_MARKERS.items():
-        config.addinivalue_line("markers", f"{name}: Limbo episodes: {description}")
     try:
         state = LimboState(config)
         state.validate()
     except (UsageError, SpecError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
+    if state.registry is not None:  # a broken spec tree collects as one error item instead
+        for name, description in state.registry.fault_markers().items():
+            config.addinivalue_line("markers", f"{name}: Limbo episodes: {description}")
     from limbo_plugin.report.records import CostMeter, RecordWriter, read_records, rotate
 
     if state.baseline_path is not None and not state.is_worker:
@@ -270,8 +259,8 @@ class ExperimentFile(pytest.File):
                                              error=exc)
 
     def _episodes(self) -> Any:
-        from limbo_plugin.episode import expected_failure
         from limbo_plugin.experiments import load_experiment
+        from limbo_plugin.faults import expected_failure
 
         state: LimboState = self.config.stash[STATE]
         registry = state.specs
@@ -295,7 +284,7 @@ class ExperimentFile(pytest.File):
             if episode.key.fault_mode != "none":
                 focal = catalog.get(task.focal(episode.key.focal_write).tool)
                 keywords |= {focal.name, focal.service}
-                reason = expected_failure(mode.name, focal)
+                reason = expected_failure(mode, focal)
                 if reason:
                     item.add_marker(pytest.mark.xfail(reason=reason, strict=False,
                                                       raises=EpisodeFailure))
@@ -460,7 +449,8 @@ def apply_gate(session: pytest.Session, state: LimboState, exitstatus: int) -> N
 
             result.checks.append(Check("episodes", False, "no episode was recorded"))
         else:
-            result.checks += evaluate_thresholds(gate, summarize(records))
+            result.checks += evaluate_thresholds(
+                gate, summarize(records, family_order=state.specs.family_order))
             if state.baseline_path is not None:
                 result.checks += compare_with_baseline(gate.baseline, records, state.baseline)
         state.gate_result = result
@@ -486,7 +476,7 @@ def print_summary(terminalreporter: Any, state: LimboState) -> None:
     from limbo_plugin.report.aggregate import summarize
     from limbo_plugin.report.summary import render_text, write_summary
 
-    summary = summarize(records)
+    summary = summarize(records, family_order=state.specs.family_order)
     terminalreporter.section("Limbo summary")
     for line in render_text(summary):
         terminalreporter.write_line(line)

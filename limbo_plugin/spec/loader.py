@@ -144,4 +144,6 @@ def _describe(error: Any) -> str:
         return "unknown field"
     if kind == "missing":
         return "required field is missing"
+    if kind == "value_error" and isinstance(error.get("ctx", {}).get("error"), ValueError):
+        return str(error["ctx"]["error"])  # our own validators' messages, without a prefix
     return str(error.get("msg", "invalid value"))

@@ -24,6 +24,7 @@ from limbo_plugin.spec.models import (
     DocumentationSpec,
     DocumentationVariant,
     FaultCatalogSpec,
+    FaultFamilySpec,
     FaultModeSpec,
     PoolsSpec,
     ServiceSpec,
@@ -59,7 +60,8 @@ class SpecRegistry:
     contracts: dict[str, ContractVariant] = field(default_factory=dict)
     docs: dict[str, DocumentationVariant] = field(default_factory=dict)
     faults: dict[str, FaultModeSpec] = field(default_factory=dict)
-    fault_catalog: FaultCatalogSpec | None = None
+    families: dict[str, FaultFamilySpec] = field(default_factory=dict)
+    fault_classes: dict[str, str] = field(default_factory=dict)
     tool_files: dict[str, Path] = field(default_factory=dict)
     pools: dict[str, list[Any]] = field(default_factory=dict)
     _templates: dict[str, TaskTemplate] | None = None
@@ -141,13 +143,20 @@ class SpecRegistry:
         file = self.root / "faults" / "modes.yaml"
         doc = load_yaml(file)
         catalog = validate(doc, FaultCatalogSpec)
+        self.fault_classes = dict(catalog.classes)
+        for i, family in enumerate(catalog.families):
+            if family.name in self.families or family.name in self.fault_classes:
+                raise doc.error(("families", i, "name"),
+                                f"family {family.name!r} is declared twice (or names a class)")
+            self.families[family.name] = family
         for i, mode in enumerate(catalog.modes):
             if mode.name in self.faults:
                 raise doc.error(("modes", i, "name"), f"mode {mode.name!r} is declared twice")
-            if mode.execute == "late" and mode.late_delay is None:
-                raise doc.error(("modes", i), "a late mode needs late_delay")
+            if mode.family not in self.families:
+                raise doc.error(("modes", i, "family"),
+                                f"unknown family {mode.family!r}; declared under families: "
+                                + ", ".join(self.families))
             self.faults[mode.name] = mode
-        self.fault_catalog = catalog
 
     def _load_pools(self) -> None:
         file = self.root / "pools.yaml"
@@ -179,12 +188,20 @@ class SpecRegistry:
 
     def fault_class(self, family: str) -> str | None:
         """``resolvable`` / ``unresolvable`` (SPEC §3 classes), or ``None`` for the others."""
-        catalog = self.fault_catalog
-        if catalog is not None and family in catalog.resolvable_families:
-            return "resolvable"
-        if catalog is not None and family in catalog.unresolvable_families:
-            return "unresolvable"
-        return None
+        spec = self.families.get(family)
+        if spec is None or spec.fault_class == "none":
+            return None
+        return spec.fault_class
+
+    @property
+    def family_order(self) -> tuple[str, ...]:
+        """The families in the order the fault spec lists them (the order of report rows)."""
+        return tuple(self.families)
+
+    def fault_markers(self) -> dict[str, str]:
+        """Every pytest marker a fault episode can carry (families and classes), described."""
+        return {**{name: f.description for name, f in self.families.items()},
+                **self.fault_classes}
 
     @property
     def templates(self) -> dict[str, TaskTemplate]:
