@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from limbo_plugin.contracts import ToolCatalog
+from limbo_plugin.contracts import GENERAL_SERVICE, GENERAL_TOOLS, ToolCatalog
 from limbo_plugin.errors import SpecError, UsageError
-from limbo_plugin.spec.loader import load_yaml, validate
+from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
 from limbo_plugin.spec.models import (
     ContractVariant,
     DocumentationSpec,
@@ -29,6 +29,7 @@ from limbo_plugin.spec.models import (
     PoolsSpec,
     ServiceSpec,
 )
+from limbo_plugin.world.services import SERVICE_CLASSES
 
 if TYPE_CHECKING:
     from limbo_plugin.tasks import TaskTemplate
@@ -99,6 +100,8 @@ class SpecRegistry:
             docs[spec.service] = doc
         if not self.services:
             raise SpecError(self.root / "services", "no service specs found")
+        for name, spec in self.services.items():
+            _check_implemented(spec, docs[name])
         # Cross-references: read-backs and compensations must name declared tools.
         for name, spec in self.services.items():
             for i, tool in enumerate(spec.tools):
@@ -213,6 +216,28 @@ class SpecRegistry:
 
     def template(self, name: str) -> TaskTemplate:
         return _pick("task template", name, self.templates)
+
+
+def _check_implemented(spec: ServiceSpec, doc: LoadedYaml) -> None:
+    """Every service in YAML has a class and every tool a handler (general tools: the world's)."""
+    if spec.service == GENERAL_SERVICE:
+        for i, tool in enumerate(spec.tools):
+            if tool.name not in GENERAL_TOOLS:
+                raise doc.error(("tools", i, "name"),
+                                f"general tool {tool.name!r} has no implementation; the world "
+                                f"implements {', '.join(GENERAL_TOOLS)}")
+        return
+    implementation = SERVICE_CLASSES.get(spec.service)
+    if implementation is None:
+        raise doc.error(("service",),
+                        f"service {spec.service!r} has no implementation: define a subclass of "
+                        f"limbo_plugin.world.services.base.Service with name = "
+                        f"{spec.service!r} (implemented: {', '.join(sorted(SERVICE_CLASSES))})")
+    for i, tool in enumerate(spec.tools):
+        if tool.name not in implementation.handlers:
+            raise doc.error(("tools", i, "name"),
+                            f"{implementation.__qualname__} has no handler for tool "
+                            f"{tool.name!r}: mark a method with @handles({tool.name!r})")
 
 
 def _pick(kind: str, name: str, table: dict[str, T]) -> T:

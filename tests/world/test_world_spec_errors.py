@@ -89,6 +89,18 @@ CASES = {
     "late_mode_without_delay": ("faults/modes.yaml", "    late_delay: fixed\n", "",
                                 "name: timeout_late\n", "modes[2]",
                                 "a late mode needs late_delay"),
+    "tool_without_handler": ("services/email.yaml", "  - name: email_search_sent\n",
+                             "  - name: email_search_inbox\n", "email_search_inbox",
+                             "tools[1].name",
+                             "EmailService has no handler for tool 'email_search_inbox': mark "
+                             "a method with @handles('email_search_inbox')"),
+    "service_without_class": ("services/email.yaml", "service: email\n", "service: fax\n",
+                              "service: fax", "service",
+                              "service 'fax' has no implementation: define a subclass of "
+                              "limbo_plugin.world.services.base.Service with name = 'fax'"),
+    "general_tool_without_implementation": ("services/general.yaml", "  - name: wait\n",
+                                            "  - name: sleep\n", "name: sleep",
+                                            "tools[0].name", "general tool 'sleep'"),
     "contract_wrong_type": ("contracts/keys_everywhere.yaml",
                             "keys_on_non_idempotent_writes: true",
                             "keys_on_non_idempotent_writes: [1]",
