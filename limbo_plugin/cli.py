@@ -95,9 +95,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         for mode in registry.faults.values():
             print(f"{mode.name:18} {mode.family:15} {mode.description}")
     elif args.what == "conditions":
-        from limbo_plugin.conditions import CONDITION_NAMES
+        from limbo_plugin.conditions import Condition, all_conditions
 
-        print("\n".join([*CONDITION_NAMES, "wait_<seconds>"]))
+        for declared in all_conditions():
+            name = declared.name if isinstance(declared, Condition) else declared.form
+            print(f"{name:22} {declared.description}")
     elif args.what == "policies":
         from limbo_plugin.agents.scripted import POLICIES
 

@@ -12,8 +12,7 @@ from typing import Any
 
 from limbo_plugin.agents import Agent, AgentSession, EpisodeOver, InfrastructureError, make_agent
 from limbo_plugin.agents.base import HarnessTracer, TraceLog
-from limbo_plugin.conditions import HarnessEnv, build_condition
-from limbo_plugin.conditions.registry import needs_ground_truth
+from limbo_plugin.conditions import HarnessEnv, find_condition
 from limbo_plugin.errors import UsageError
 from limbo_plugin.experiments import check_run_value
 from limbo_plugin.faults import FaultPlan, FaultTransport, expected_failure
@@ -47,14 +46,15 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
     transport = FaultTransport(world, plan)
     trace = TraceLog()
     tracer = HarnessTracer(transport, world, trace)
+    condition = find_condition(config.condition)
     env = HarnessEnv(tools=dict(world.tools), world=world,
-                     ground_truth=world if needs_ground_truth(config.condition) else None)
-    caller = build_condition(config.condition, tracer, env)
+                     ground_truth=world if condition.reads_ground_truth else None)
+    caller = condition.build(tracer, env)
 
     session = AgentSession(
         task=task, instruction=task.instruction(config.instruction),
         tools=list(world.tools.values()), caller=caller, world=world, trace=trace,
-        condition=config.condition, fault_fired=lambda: transport.fired,
+        prompt=condition.prompt, fault_fired=lambda: transport.fired,
     )
     agent = agent or make_agent(config.agent, agent_options)
     error: str | None = None

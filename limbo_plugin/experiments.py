@@ -163,7 +163,7 @@ def check_run_value(field: str, value: str, registry: SpecRegistry | None) -> No
     run-configuration ``field``. Contracts and documentation variants need the registry; with
     ``None`` (specs that failed to load) they are left to collection to report."""
     from limbo_plugin.agents import validate_agent_spec
-    from limbo_plugin.conditions import validate_condition
+    from limbo_plugin.conditions import find_condition
     from limbo_plugin.tasks import INSTRUCTION_VARIANTS
     from limbo_plugin.world.operator import OPERATOR_VARIANTS
 
@@ -174,7 +174,7 @@ def check_run_value(field: str, value: str, registry: SpecRegistry | None) -> No
     if field == "agent":
         validate_agent_spec(value)
     elif field == "condition":
-        validate_condition(value)
+        find_condition(value)
     elif field == "instruction":
         one_of("instruction variant", INSTRUCTION_VARIANTS)
     elif field == "operator":

@@ -3,12 +3,14 @@
 A standard tool-calling loop over litellm, deliberately plain so that what is measured is the
 model, not scaffolding cleverness:
 
-- the A.2 system prompt, with the reliability rules appended in the ``aware`` condition;
+- the A.2 system prompt, as the condition changes it (the reliability rules appended in
+  ``aware``; see :class:`~limbo_plugin.conditions.base.PromptChanges`);
 - the task instruction (already the ``default`` or ``no_cue`` variant) as the first user message;
 - the episode's tools in OpenAI function format;
 - parallel tool calls executed in the order the model listed them, each answered with a ``tool``
   message whose content is the canonical JSON of the result;
-- in the ``reflect`` condition, the A.2 reflection message after any turn with a tool error;
+- the condition's message after any turn with a tool error (the A.2 reflection message in
+  ``reflect``);
 - after a turn without a tool call, the continuation nudge; the third such turn (counted over
   the whole episode, as the paper words it) ends the episode;
 - the session's call budget (40) and its end (``finish``) stop the loop.
@@ -40,7 +42,7 @@ from typing import Any
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.agents.cassette import CASSETTE_MODES, Cassette, CassetteProvider
-from limbo_plugin.agents.prompts import CONTINUATION_NUDGE, REFLECTION_MESSAGE, system_prompt
+from limbo_plugin.agents.prompts import CONTINUATION_NUDGE, SYSTEM_PROMPT
 from limbo_plugin.agents.provider import (
     DEFAULT_BACKOFF_S,
     DEFAULT_RETRIES,
@@ -93,7 +95,7 @@ class ScaffoldAgent:
     # -- the loop ---------------------------------------------------------------------------------
     def run(self, session: AgentSession) -> None:
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system_prompt(session.condition)},
+            {"role": "system", "content": session.prompt.system_prompt(SYSTEM_PROMPT)},
             {"role": "user", "content": session.instruction},
         ]
         tools = [tool.openai_tool() for tool in session.tools]
@@ -121,8 +123,9 @@ class ScaffoldAgent:
                 messages.append({"role": "tool", "tool_call_id": call.get("id"),
                                  "content": result.text()})
                 any_error = any_error or result.is_error
-            if any_error and session.condition == "reflect" and not session.over:
-                messages.append({"role": "user", "content": REFLECTION_MESSAGE})
+            after_error = session.prompt.after_tool_error
+            if any_error and after_error is not None and not session.over:
+                messages.append({"role": "user", "content": after_error})
 
 
 def _arguments(raw: Any) -> Any:

@@ -9,12 +9,8 @@ from typing import Any
 from scaffoldkit import FAULT_FREE, WORLDS, run_model
 
 from limbo_plugin.agents.base import TOOL_CALL_BUDGET
-from limbo_plugin.agents.prompts import (
-    AWARE_RULES,
-    CONTINUATION_NUDGE,
-    REFLECTION_MESSAGE,
-    SYSTEM_PROMPT,
-)
+from limbo_plugin.agents.prompts import CONTINUATION_NUDGE, SYSTEM_PROMPT
+from limbo_plugin.conditions.prompts import AWARE_RULES, REFLECTION_MESSAGE
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import (
     MalformedModel,
