@@ -19,7 +19,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
 MODES = ("timeout_pre", "timeout_post", "timeout_late", "timeout_late_tail", "http500_pre",

@@ -16,7 +16,7 @@ from collections import defaultdict
 from limbo_plugin.agents.scripted import POLICIES
 from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
-from limbo_plugin.records import RunConfig
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
 

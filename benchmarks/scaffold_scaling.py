@@ -24,9 +24,11 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.provider import import_litellm
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, RunConfig
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 from limbo_plugin.testing.openai_server import DUMMY_API_KEY, server_process
 
@@ -43,7 +45,7 @@ REGISTRY = SpecRegistry.load(default_specs_dir())
 
 def _episode(index: int) -> tuple[int, str | None]:
     record = run_episode(WORLDS[index % len(WORLDS)], CONFIG, registry=REGISTRY,
-                         agent_options=_OPTIONS)
+                         agent_options=AgentOptions(**_OPTIONS))
     return (record.usage.model_calls if record.usage else 0), record.error
 
 

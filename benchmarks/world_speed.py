@@ -13,7 +13,8 @@ import statistics
 import time
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, RunConfig
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.sandbox import Sandbox
 from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 

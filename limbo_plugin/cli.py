@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from limbo_plugin.errors import LimboError
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
 
 if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
@@ -117,10 +118,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from limbo_plugin.episode import run_episode
 
-    config = RunConfig(**{name: getattr(args, name) for name in RunConfig.model_fields})
+    registry = _registry(args)
+    config = RunConfig.parse({name: getattr(args, name) for name in RunConfig.model_fields},
+                             registry=registry)
     key = EpisodeKey(template=args.template, instance=args.instance,
                      focal_write=args.focal_write, fault_mode=args.mode)
-    record = run_episode(key, config, registry=_registry(args))
+    record = run_episode(key, config, registry=registry)
     if args.json:
         print(record.model_dump_json(indent=2))
     else:

@@ -7,17 +7,23 @@ An episode is ``agent ∘ conditions ∘ fault transport ∘ world``. The world 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from limbo_plugin.agents import Agent, AgentSession, EpisodeOver, InfrastructureError, make_agent
+from limbo_plugin.agents import (
+    Agent,
+    AgentOptions,
+    AgentSession,
+    EpisodeOver,
+    InfrastructureError,
+    make_agent,
+)
 from limbo_plugin.agents.base import HarnessTracer, TraceLog
 from limbo_plugin.conditions import HarnessEnv, find_condition
 from limbo_plugin.errors import UsageError
-from limbo_plugin.experiments import check_run_value
 from limbo_plugin.faults import FaultPlan, FaultTransport, expected_failure
 from limbo_plugin.grading import code_behaviour, grade
-from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.tasks import TaskInstance
 from limbo_plugin.world.seeds import world_seed
@@ -25,13 +31,15 @@ from limbo_plugin.world.world import World
 
 
 def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: SpecRegistry,
-                agent: Agent | None = None, agent_options: Mapping[str, Any] | None = None
+                agent: Agent | None = None, agent_options: AgentOptions | None = None
                 ) -> EpisodeRecord:
-    """Run the episode ``key`` under ``config`` on the specs of ``registry``; return its record."""
+    """Run the episode ``key`` under ``config`` on the specs of ``registry``; return its record.
+
+    ``config`` is a validated :class:`RunConfig`; its names are looked up, not checked again.
+    """
     config = config or RunConfig()
     task = registry.template(key.template).instantiate(key.instance)
     mode = registry.fault_mode(key.fault_mode)
-    check_run_value("operator", config.operator, registry)
     catalog = registry.catalog(config.contract, config.docs)
     seed = world_seed(key.template, key.instance, key.focal_write, key.fault_mode)
 

@@ -11,18 +11,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
 from limbo_plugin.errors import SpecError, UsageError
-from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, RunConfig
+from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey
+from limbo_plugin.runconfig import RunConfig, validator
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
 from limbo_plugin.spec.models import StrictModel
 from limbo_plugin.spec.registry import SpecRegistry
 
 FROM_OPTION = "@option"
 """In an experiment's list, "use the value given on the command line (or its default)"."""
+
+Contracts = list[Annotated[str, validator("contract", also=(FROM_OPTION,))]]
+Docs = list[Annotated[str, validator("docs", also=(FROM_OPTION,))]]
+Instructions = list[Annotated[str, validator("instruction", also=(FROM_OPTION,))]]
+Conditions = list[Annotated[str, validator("condition", also=(FROM_OPTION,))]]
+Operators = list[Annotated[str, validator("operator", also=(FROM_OPTION,))]]
+Agents = list[Annotated[str, validator("agent", also=(FROM_OPTION,))]]
 
 DIMENSIONS = ("contracts", "docs", "instructions", "conditions", "operators", "agents")
 CONFIG_FIELD = {"contracts": "contract", "docs": "docs", "instructions": "instruction",
@@ -38,12 +46,12 @@ class ExperimentSpec(StrictModel):
     max_focal_writes: int | None = Field(default=None, ge=1)
     modes: Literal["all"] | list[str] = "all"
     exclude_modes: list[str] = Field(default_factory=list)
-    contracts: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    docs: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    instructions: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    conditions: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    operators: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    agents: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    contracts: Contracts = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    docs: Docs = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    instructions: Instructions = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    conditions: Conditions = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    operators: Operators = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    agents: Agents = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
     model_options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("instances")
@@ -84,8 +92,12 @@ class Experiment:
     def line_of(self, field: str) -> int | None:
         return self.doc.line_of((field,))
 
-    def check(self, registry: SpecRegistry) -> None:
-        """Every name in the experiment must exist; a SpecError names the offending line."""
+    def check_names(self, registry: SpecRegistry) -> None:
+        """Every template, mode and focal write it names exists; a SpecError names the line.
+
+        (Run-configuration values are validated with the spec itself, by :class:`RunConfig`'s
+        checks; see :class:`ExperimentSpec`.)
+        """
         spec = self.spec
         if spec.templates != "all":
             for i, name in enumerate(spec.templates):
@@ -107,14 +119,6 @@ class Experiment:
                 if focal not in known:
                     raise self.doc.error(("focal_writes", i),
                                          f"unknown focal write {focal!r} in these templates")
-        for dimension, field in CONFIG_FIELD.items():
-            for i, value in enumerate(getattr(spec, dimension)):
-                if value == FROM_OPTION:
-                    continue
-                try:
-                    check_run_value(field, value, registry)
-                except UsageError as exc:
-                    raise self.doc.error((dimension, i), str(exc)) from None
 
     def _templates(self, registry: SpecRegistry) -> list[str]:
         if self.spec.templates == "all":
@@ -158,33 +162,6 @@ class Experiment:
         return sorted(episodes, key=Episode.sort_key)
 
 
-def check_run_value(field: str, value: str, registry: SpecRegistry | None) -> None:
-    """Raise :class:`UsageError` listing the valid values when ``value`` is not one for the
-    run-configuration ``field``. Contracts and documentation variants need the registry; with
-    ``None`` (specs that failed to load) they are left to collection to report."""
-    from limbo_plugin.agents import validate_agent_spec
-    from limbo_plugin.conditions import find_condition
-    from limbo_plugin.tasks import INSTRUCTION_VARIANTS
-    from limbo_plugin.world.operator import OPERATOR_VARIANTS
-
-    def one_of(kind: str, valid: Iterable[str]) -> None:
-        if value not in valid:
-            raise UsageError(f"unknown {kind} {value!r}; valid: {', '.join(valid)}")
-
-    if field == "agent":
-        validate_agent_spec(value)
-    elif field == "condition":
-        find_condition(value)
-    elif field == "instruction":
-        one_of("instruction variant", INSTRUCTION_VARIANTS)
-    elif field == "operator":
-        one_of("operator variant", OPERATOR_VARIANTS)
-    elif registry is not None and field == "contract":
-        registry.contract_variant(value)
-    elif registry is not None and field == "docs":
-        registry.docs_variant(value)
-
-
 def iter_worlds(registry: SpecRegistry, templates: Iterable[str], instances: Iterable[int],
                 focal_writes: Literal["all"] | list[str], modes: list[str],
                 max_focal_writes: int | None = None) -> Iterator[EpisodeKey]:
@@ -211,11 +188,11 @@ def iter_worlds(registry: SpecRegistry, templates: Iterable[str], instances: Ite
 def load_experiment(file: str | Path, registry: SpecRegistry) -> Experiment:
     file = Path(file)
     doc = load_yaml(file)
-    spec = validate(doc, ExperimentSpec)
+    spec = validate(doc, ExperimentSpec, context={"registry": registry})
     if spec.name != file.stem:
         raise doc.error(("name",), f"name {spec.name!r} must match the file name {file.stem!r}")
     experiment = Experiment(spec=spec, file=file, doc=doc)
-    experiment.check(registry)
+    experiment.check_names(registry)
     return experiment
 
 

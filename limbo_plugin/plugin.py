@@ -17,9 +17,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from limbo_plugin.errors import LimboError, SpecError, UsageError
-from limbo_plugin.records import EpisodeRecord, RunConfig
+from limbo_plugin.records import RUN_FIELDS, EpisodeRecord
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay cheap
+    from limbo_plugin.agents.options import AgentOptions
+    from limbo_plugin.report.gate import GateResult
+    from limbo_plugin.report.records import CostMeter, RecordWriter
     from limbo_plugin.spec.registry import SpecRegistry
 
 RECORD_PROPERTY = "limbo_record"
@@ -49,9 +52,13 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "limbo_provider_backoff": ("--limbo-provider-backoff", "base of the exponential backoff "
                                "in seconds (default 1.0)"),
 }
-DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl",
-            "limbo_cassette_mode": "auto", "limbo_provider_retries": "8",
-            "limbo_provider_backoff": "1.0"}
+DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl"}
+"""Built-in defaults of the plugin's own options; run-configuration and agent options default
+in :class:`RunConfig` and :class:`AgentOptions`."""
+AGENT_OPTION_FLAGS = {"model_options": "--model-option", "cassette": "--limbo-cassette",
+                      "cassette_mode": "--limbo-cassette-mode",
+                      "provider_retries": "--limbo-provider-retries",
+                      "provider_backoff_s": "--limbo-provider-backoff"}
 STATE = pytest.StashKey["LimboState"]()
 
 
@@ -95,10 +102,13 @@ def parse_model_options(values: list[str]) -> dict[str, Any]:
 
 
 class LimboState:
-    """Per-session state: the resolved options and, on the controller, the collected records."""
+    """Per-session state: the specs and the options, each validated once here (a bad value is
+    a :class:`UsageError`), and, on the controller, the collected records."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from limbo_plugin.spec.registry import default_specs_dir
+        from limbo_plugin.experiments import find_experiment
+        from limbo_plugin.runconfig import RunConfig
+        from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
         self.config = config
         root = Path(str(config.rootpath))
@@ -106,7 +116,17 @@ class LimboState:
         candidate = root / "specs"
         self.specs_dir = Path(specs).resolve() if specs else (
             candidate if (candidate / "services").is_dir() else default_specs_dir())
+        self.registry: SpecRegistry | None = None
+        self.spec_error: SpecError | None = None
+        try:
+            self.registry = SpecRegistry.load(self.specs_dir)
+        except SpecError as exc:
+            # A broken spec is reported by collection as one failing item (with its file and
+            # line), not as a dead session: ``pytest tests`` must still run.
+            self.spec_error = exc
         self.experiment = option(config, "experiment") or "default"
+        if self.registry is not None:
+            find_experiment(self.experiment, self.registry)
         self.records_path = _resolve(root, option(config, "limbo_records") or "")
         gate = option(config, "limbo_gate")
         baseline = option(config, "limbo_baseline")
@@ -114,35 +134,28 @@ class LimboState:
         self.baseline_path = _resolve(root, baseline) if baseline else None
         self.resume = bool(config.getoption("limbo_resume") or config.getini("limbo_resume"))
         self.is_worker = hasattr(config, "workerinput")
-        self.overrides = {name: option(config, name) for name in
-                          ("agent", "contract", "docs", "instruction", "condition", "operator")}
-        self.defaults = RunConfig(**{k: v for k, v in self.overrides.items() if v is not None})
+        self.overrides = {name: option(config, name) for name in RUN_FIELDS}
+        given = {name: value for name, value in self.overrides.items() if value is not None}
+        self.defaults = RunConfig.parse(given, registry=self.registry)
         self.model_options = parse_model_options(config.getoption("limbo_model_options") or [])
         cost = option(config, "limbo_cost_limit")
         self.cost_limit = _positive_float("--limbo-cost-limit", cost) if cost else None
-        self.agent_options = {
+        self.agent_options = parse_agent_options({
             "model_options": self.model_options,
             "cassette": option(config, "limbo_cassette"),
             "cassette_mode": option(config, "limbo_cassette_mode"),
-            "provider_retries": int(_positive_float("--limbo-provider-retries",
-                                                    option(config, "limbo_provider_retries"))),
-            "provider_backoff_s": _positive_float("--limbo-provider-backoff",
-                                                  option(config, "limbo_provider_backoff"),
-                                                  allow_zero=True),
-        }
-        if self.agent_options["cassette_mode"] not in ("record", "replay", "auto"):
-            raise UsageError("--limbo-cassette-mode must be record, replay or auto")
+            "provider_retries": option(config, "limbo_provider_retries"),
+            "provider_backoff_s": option(config, "limbo_provider_backoff"),
+        })
         self.done: set[tuple[str, str]] = set()
         self.previous: dict[tuple[str, str], EpisodeRecord] = {}
         self.records: dict[tuple[str, str], EpisodeRecord] = {}
-        self.writer: Any = None
-        self.cost_meter: Any = None
-        self.gate_result: Any = None
+        self.writer: RecordWriter | None = None
+        self.cost_meter: CostMeter | None = None
+        self.gate_result: GateResult | None = None
         self.started = time.monotonic()
         self.selected: set[tuple[str, str]] = set()
         self.baseline: list[EpisodeRecord] = []
-        self.registry: SpecRegistry | None = None
-        self.spec_error: SpecError | None = None
 
     @property
     def specs(self) -> SpecRegistry:
@@ -151,30 +164,27 @@ class LimboState:
             raise self.spec_error or SpecError(self.specs_dir, "the specs were not loaded")
         return self.registry
 
-    def validate(self) -> None:
-        from limbo_plugin.experiments import check_run_value, find_experiment
-        from limbo_plugin.spec.registry import SpecRegistry
 
-        try:
-            self.registry = SpecRegistry.load(self.specs_dir)
-        except SpecError as exc:
-            # A broken spec is reported by collection as one failing item (with its file and
-            # line), not as a dead session: ``pytest tests`` must still run.
-            self.spec_error = exc
-        registry = self.registry
-        for name, value in self.overrides.items():
-            if value is not None:
-                check_run_value(name, value, registry)
-        if registry is not None:
-            find_experiment(self.experiment, registry)
+def parse_agent_options(values: dict[str, Any]) -> AgentOptions:
+    """The agent options given (``None``: not given), validated; errors name the option."""
+    from pydantic import ValidationError
 
+    from limbo_plugin.agents.options import AgentOptions
 
-def _positive_float(name: str, raw: str | None, allow_zero: bool = False) -> float:
     try:
-        value = float(raw or "")
+        return AgentOptions.model_validate({k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        flag = AGENT_OPTION_FLAGS.get(str(error["loc"][0]), str(error["loc"][0]))
+        raise UsageError(f"{flag}: {error['msg'].lower()}, got {error['input']!r}") from None
+
+
+def _positive_float(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
     except ValueError:
         raise UsageError(f"{name} expects a number, got {raw!r}") from None
-    if value < 0 or (value == 0 and not allow_zero):
+    if value <= 0:
         raise UsageError(f"{name} must be positive, got {raw!r}")
     return value
 
@@ -187,7 +197,6 @@ def _resolve(root: Path, path: str) -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     try:
         state = LimboState(config)
-        state.validate()
     except (UsageError, SpecError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
@@ -202,7 +211,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if state.resume:
         for record in read_records(state.records_path):
             if record.error is None:
-                key = (record.episode_id, record.config.fingerprint())
+                key = (record.episode_id, record.fingerprint())
                 state.done.add(key)
                 state.previous[key] = record
     elif not state.is_worker and not config.option.collectonly and collects_specs(
@@ -352,7 +361,7 @@ class EpisodeItem(pytest.Item):
             pytest.skip("already recorded (--limbo-resume)")
         if state.cost_meter is not None and state.cost_meter.refresh() >= (state.cost_limit or 0):
             pytest.skip(f"cost limit of ${state.cost_limit} reached; not starting new episodes")
-        options = {**state.agent_options, "model_options": self.model_options}
+        options = state.agent_options.model_copy(update={"model_options": self.model_options})
         record = run_episode(self.episode.key, self.episode.config,
                              registry=state.specs, agent_options=options)
         self.record = record
@@ -414,7 +423,7 @@ class LimboController:
             if name == RECORD_PROPERTY:
                 self.state.writer.write(value)
                 record = EpisodeRecord.model_validate_json(value)
-                self.state.records[(record.episode_id, record.config.fingerprint())] = record
+                self.state.records[(record.episode_id, record.fingerprint())] = record
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

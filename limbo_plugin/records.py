@@ -26,30 +26,14 @@ class EpisodeKey(BaseModel):
         return f"{self.template}-i{self.instance}-{self.focal_write}-{self.fault_mode}"
 
 
-class RunConfig(BaseModel):
-    """Everything about an episode that is not the world."""
+RUN_FIELDS = ("agent", "contract", "docs", "instruction", "condition", "operator")
+"""The run configuration's fields (:class:`limbo_plugin.runconfig.RunConfig`), in order."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    agent: str = "scripted:verify_first"
-    contract: str = "native"
-    docs: str = "default"
-    instruction: str = "default"
-    condition: str = "vanilla"
-    operator: str = "truthful"
-
-    def non_default_parts(self) -> list[str]:
-        """The parts that differ from the defaults, for test ids (``-keys_everywhere-guard``)."""
-        defaults = RunConfig()
-        parts = []
-        for name in ("contract", "docs", "instruction", "condition", "operator", "agent"):
-            value = getattr(self, name)
-            if value != getattr(defaults, name) and name != "agent":
-                parts.append(value)
-        return parts
-
-    def fingerprint(self) -> str:
-        return "|".join(getattr(self, n) for n in RunConfig.model_fields)
+def run_fingerprint(config: object) -> str:
+    """One string for a run configuration, or for the configuration a record was run under:
+    what resume and reports use to tell configurations apart."""
+    return "|".join(str(getattr(config, name)) for name in RUN_FIELDS)
 
 
 class TraceEntry(BaseModel):
@@ -138,11 +122,9 @@ class EpisodeRecord(Grade):
         return EpisodeKey(template=self.template, instance=self.instance,
                           focal_write=self.focal_write, fault_mode=self.fault_mode)
 
-    @property
-    def config(self) -> RunConfig:
-        return RunConfig(agent=self.agent, contract=self.contract, docs=self.docs,
-                         instruction=self.instruction, condition=self.condition,
-                         operator=self.operator)
+    def fingerprint(self) -> str:
+        """The fingerprint of the run configuration this episode ran under."""
+        return run_fingerprint(self)
 
     @property
     def passed(self) -> bool:

@@ -19,16 +19,11 @@ Malformed calls (unparsable arguments, unknown tools) are not filtered here: the
 :meth:`AgentSession.call`, whose transport answers with a tool error, exactly as a real API
 would, and the episode continues.
 
-Agent options (built by the plugin; all optional)::
-
-    model_options       dict passed to litellm.completion (temperature, reasoning_effort,
-                        api_base, api_key, extra_headers, timeout, ...); litellm's and the
-                        OpenAI SDK's own retries are off (max_retries=num_retries=0) unless
-                        set here, so that provider_retries is the only retry layer
-    cassette            directory of a response cassette, or None (see agents/cassette.py)
-    cassette_mode       record | replay | auto (default auto)
-    provider_retries    attempts per model call for transient provider errors (default 8)
-    provider_backoff_s  base of the exponential backoff in seconds (default 1.0)
+Its :class:`~limbo_plugin.agents.options.AgentOptions` (built and validated by the plugin):
+``model_options`` are passed to litellm.completion (temperature, reasoning_effort, api_base,
+api_key, extra_headers, timeout, ...); litellm's and the OpenAI SDK's own retries are off
+(max_retries=num_retries=0) unless set there, so that ``provider_retries`` is the only retry
+layer; ``cassette`` and ``cassette_mode`` record or replay responses (see agents/cassette.py).
 
 litellm is imported only when a live model call is first needed (never at plugin import, and
 not at all when replaying a cassette).
@@ -37,20 +32,13 @@ not at all when replaying a cassette).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from limbo_plugin.agents.base import AgentSession
-from limbo_plugin.agents.cassette import CASSETTE_MODES, Cassette, CassetteProvider
+from limbo_plugin.agents.cassette import Cassette, CassetteProvider
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.prompts import CONTINUATION_NUDGE, SYSTEM_PROMPT
-from limbo_plugin.agents.provider import (
-    DEFAULT_BACKOFF_S,
-    DEFAULT_RETRIES,
-    ChatProvider,
-    LiteLLMProvider,
-    ModelTurn,
-)
-from limbo_plugin.errors import UsageError
+from limbo_plugin.agents.provider import ChatProvider, LiteLLMProvider, ModelTurn
 
 MAX_IDLE_TURNS = 3
 """Turns without a tool call after which the episode ends (the paper's "three such turns")."""
@@ -59,21 +47,15 @@ MAX_IDLE_TURNS = 3
 class ScaffoldAgent:
     """The minimal scaffold for litellm model ``model`` (e.g. ``openai/gpt-5-mini``)."""
 
-    def __init__(self, model: str, options: Mapping[str, Any] | None = None) -> None:
-        options = dict(options or {})
+    def __init__(self, model: str, options: AgentOptions | None = None) -> None:
+        options = options or AgentOptions()
         self.model = model
         self.name = f"litellm:{model}"
-        model_options = options.get("model_options") or {}
-        if not isinstance(model_options, Mapping):
-            raise UsageError(f"model_options must be a mapping, not {type(model_options).__name__}")
-        self.model_options: dict[str, Any] = dict(model_options)
-        self.retries = int(options.get("provider_retries", DEFAULT_RETRIES))
-        self.backoff_s = float(options.get("provider_backoff_s", DEFAULT_BACKOFF_S))
-        mode = options.get("cassette_mode") or "auto"
-        if mode not in CASSETTE_MODES:
-            raise UsageError(f"unknown cassette mode {mode!r}; valid: {', '.join(CASSETTE_MODES)}")
-        cassette = options.get("cassette")
-        self.cassette = Cassette(cassette, mode) if cassette else None
+        self.model_options: dict[str, Any] = dict(options.model_options)
+        self.retries = options.provider_retries
+        self.backoff_s = options.provider_backoff_s
+        self.cassette = (Cassette(options.cassette, options.cassette_mode)
+                         if options.cassette else None)
         self._provider: ChatProvider | None = None
 
     # -- the model --------------------------------------------------------------------------------

@@ -77,9 +77,9 @@ class Summary:
 
 
 def config_label(record: EpisodeRecord) -> str:
-    c = record.config
-    return (f"agent={c.agent} contract={c.contract} docs={c.docs} instruction={c.instruction} "
-            f"condition={c.condition} operator={c.operator}")
+    r = record
+    return (f"agent={r.agent} contract={r.contract} docs={r.docs} instruction={r.instruction} "
+            f"condition={r.condition} operator={r.operator}")
 
 
 def summarize(records: Iterable[EpisodeRecord], *, family_order: Sequence[str]) -> Summary:
@@ -90,7 +90,7 @@ def summarize(records: Iterable[EpisodeRecord], *, family_order: Sequence[str]) 
     """
     summary = Summary()
     by_group: dict[str, list[EpisodeRecord]] = defaultdict(list)
-    for record in sorted(records, key=lambda r: (r.episode_id, r.config.fingerprint())):
+    for record in sorted(records, key=lambda r: (r.episode_id, r.fingerprint())):
         summary.total += 1
         if record.usage:
             summary.prompt_tokens += record.usage.prompt_tokens

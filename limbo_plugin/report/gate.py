@@ -125,8 +125,8 @@ def _outcome(record: EpisodeRecord, which: str) -> bool:
 
 
 def _pair_key(record: EpisodeRecord) -> tuple[str, ...]:
-    c = record.config
-    return (record.episode_id, c.contract, c.docs, c.instruction, c.condition, c.operator)
+    r = record
+    return (r.episode_id, r.contract, r.docs, r.instruction, r.condition, r.operator)
 
 
 def compare_with_baseline(spec: BaselineSpec, current: Iterable[EpisodeRecord],

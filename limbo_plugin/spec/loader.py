@@ -103,8 +103,10 @@ def load_yaml_text(text: str, file: str | Path = "<string>") -> LoadedYaml:
     return LoadedYaml(file=file, data=data, lines=lines)
 
 
-def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = ()) -> ModelT:
-    """Validate ``doc`` (or the value at path ``at`` in it) as ``model``.
+def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
+             context: dict[str, Any] | None = None) -> ModelT:
+    """Validate ``doc`` (or the value at path ``at`` in it) as ``model``, with the pydantic
+    validation ``context`` the model's validators may read (e.g. the spec registry).
 
     The first pydantic error becomes a :class:`SpecError` naming the file, the line of the
     offending value and its path; the rest are appended so one run shows every problem.
@@ -115,7 +117,7 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = ()) -> Model
     if value is None:
         raise doc.error(at, "the document is empty")
     try:
-        return model.model_validate(value)
+        return model.model_validate(value, context=context)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         first = errors[0]

@@ -165,15 +165,17 @@ def test_replay_needs_no_litellm_and_the_plugin_does_not_import_it(
         import json, sys
         import limbo_plugin.plugin, limbo_plugin.agents, limbo_plugin.agents.scaffold
         assert "litellm" not in sys.modules, "imported at plugin import"
+        from limbo_plugin.agents.options import AgentOptions
         from limbo_plugin.episode import run_episode
-        from limbo_plugin.records import EpisodeKey, RunConfig
+        from limbo_plugin.records import EpisodeKey
+        from limbo_plugin.runconfig import RunConfig
         from limbo_plugin.spec.registry import SpecRegistry
         key = EpisodeKey.model_validate_json({FAULT_FREE.model_dump_json()!r})
         registry = SpecRegistry.load({str(registry.root)!r})
         record = run_episode(key, RunConfig(agent="litellm:{MODEL}"), registry=registry,
-                             agent_options={{
-            "cassette": {cassette!r}, "cassette_mode": "replay",
-            "model_options": {{"api_base": "http://127.0.0.1:9/v1"}}}})
+                             agent_options=AgentOptions(
+            cassette={cassette!r}, cassette_mode="replay",
+            model_options={{"api_base": "http://127.0.0.1:9/v1"}}))
         assert "litellm" not in sys.modules, "imported for a replay"
         print(record.model_dump_json())
     """)

@@ -13,7 +13,8 @@ import pytest
 from scaffoldkit import WORLDS, outcome, run_model
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, RunConfig
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import PolicyModel
 from limbo_plugin.testing.openai_server import OpenAIServer

@@ -11,9 +11,10 @@ import pytest
 from scaffoldkit import FAULT_FREE, MODEL, options_for, run_model
 
 from limbo_plugin.agents.base import InfrastructureError
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.provider import LiteLLMProvider, backoff_delay, retry_after_s
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import RunConfig
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import (
     FailingModel,
@@ -135,7 +136,7 @@ def test_litellm_mock_response_drives_the_scaffold(registry: SpecRegistry) -> No
                                         '"uncertain_operations": []}'}}
     options = {"model_options": {"mock_response": "Finishing.", "mock_tool_calls": [finish]}}
     record = run_episode(FAULT_FREE, RunConfig(agent="litellm:gpt-4o-mini"), registry=registry,
-                         agent_options=options)
+                         agent_options=AgentOptions(**options))
     assert record.error is None and record.final_status == "completed"
     assert record.usage is not None and record.usage.model_calls == 1
     assert record.usage.cost_usd > 0
@@ -164,6 +165,6 @@ def test_model_options_reach_the_request(registry: SpecRegistry,
     options = options_for(openai_server)
     options["model_options"].update({"temperature": 0.25, "max_tokens": 321, "seed": 7})
     run_episode(FAULT_FREE, RunConfig(agent=f"litellm:{MODEL}"), registry=registry,
-                         agent_options=options)
+                         agent_options=AgentOptions(**options))
     body = openai_server.requests[0].body
     assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.25, 321, 7)

@@ -20,7 +20,8 @@ from limbo_plugin.contracts import ToolDefinition
 from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
 from limbo_plugin.readback import unwrap
-from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.templating import TemplateError, render
 from limbo_plugin.toolapi import ToolResult

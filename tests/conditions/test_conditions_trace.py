@@ -6,7 +6,7 @@ import pytest
 from condkit import agent_calls, harness_calls, run, world
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import RunConfig
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 

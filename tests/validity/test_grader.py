@@ -10,7 +10,8 @@ import pytest
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.agents.scripted import ScriptedAgent
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 
