@@ -158,13 +158,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from limbo_plugin.report.aggregate import summarize
-    from limbo_plugin.report.gate import (
-        GateResult,
-        compare_with_baseline,
-        evaluate_thresholds,
-        load_gate,
-    )
+    from limbo_plugin.report.gate import load_gate, run_gate
     from limbo_plugin.report.records import read_records
 
     gate = load_gate(args.gate)
@@ -172,11 +166,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if not records:
         print(f"limbo: no records in {args.records}", file=sys.stderr)
         return 2
-    summary = summarize(records, family_order=_registry(args).family_order)
-    result = GateResult(gate=gate.name, checks=evaluate_thresholds(gate, summary))
-    if args.baseline:
-        result.checks += compare_with_baseline(gate.baseline, records,
-                                               read_records(Path(args.baseline)))
+    baseline = read_records(Path(args.baseline)) if args.baseline else None
+    result = run_gate(gate, records, family_order=_registry(args).family_order,
+                      baseline=baseline)
     print("\n".join(result.lines()))
     return 0 if result.passed else 1
 

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 
 from limbo_plugin.errors import SpecError, UsageError
+from limbo_plugin.faults import expected_failure
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey
 from limbo_plugin.runconfig import RunConfig, validator
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
@@ -77,6 +78,47 @@ class Episode:
         k, c = self.key, self.config
         return (k.template, k.instance, k.focal_write, k.fault_mode, c.contract, c.docs,
                 c.instruction, c.condition, c.operator, c.agent)
+
+
+@dataclass(frozen=True)
+class EpisodeLabels:
+    """How users select and read an episode: keywords (``-k``), marker names (``-m``), why it
+    is expected to fail (``xfail``), and the template spec it comes from (file, line)."""
+
+    keywords: frozenset[str]
+    markers: tuple[str, ...]
+    xfail_reason: str | None
+    spec_file: str
+    spec_line: int | None
+
+
+def episode_labels(episode: Episode, registry: SpecRegistry) -> EpisodeLabels:
+    """Keywords: template, mode, family, contract, condition, and the focal write's tool and
+    service (every service of the task for a fault-free episode). Markers: the family and, if
+    it has one, its class (SPEC §3)."""
+    key, config = episode.key, episode.config
+    task = registry.template(key.template).instantiate(key.instance)
+    mode = registry.fault_mode(key.fault_mode)
+    keywords = {key.template, key.fault_mode, mode.family, config.contract, config.condition}
+    reason = None
+    if key.fault_mode != "none":
+        focal = registry.catalog(config.contract).get(task.focal(key.focal_write).tool)
+        assert focal is not None  # templates name only tools of their services
+        keywords |= {focal.name, focal.service}
+        reason = expected_failure(mode, focal)
+    else:
+        keywords |= set(task.services)
+    fault_class = registry.fault_class(mode.family)
+    markers = (mode.family,) if fault_class is None else (mode.family, fault_class)
+    return EpisodeLabels(keywords=frozenset(keywords), markers=markers, xfail_reason=reason,
+                         spec_file=task.spec_file, spec_line=task.spec_line)
+
+
+def item_name(episode: Episode, *, with_agent: bool) -> str:
+    """The pytest item name: the episode id, plus the agent when a run compares several."""
+    if not with_agent:
+        return episode.id
+    return f"{episode.id}-" + episode.config.agent.replace(":", "-").replace("/", "_")
 
 
 @dataclass
@@ -205,5 +247,5 @@ def find_experiment(name: str, registry: SpecRegistry) -> Path:
     return file
 
 
-__all__ = ["Episode", "Experiment", "ExperimentSpec", "SpecError", "iter_worlds",
-           "load_experiment"]
+__all__ = ["Episode", "EpisodeLabels", "Experiment", "ExperimentSpec", "SpecError",
+           "episode_labels", "item_name", "iter_worlds", "load_experiment"]

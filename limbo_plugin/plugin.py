@@ -9,8 +9,10 @@ the gate.
 
 from __future__ import annotations
 
+import enum
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,11 +23,22 @@ from limbo_plugin.records import RUN_FIELDS, EpisodeRecord
 
 if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay cheap
     from limbo_plugin.agents.options import AgentOptions
+    from limbo_plugin.experiments import Episode, EpisodeLabels
     from limbo_plugin.report.gate import GateResult
     from limbo_plugin.report.records import CostMeter, RecordWriter
     from limbo_plugin.spec.registry import SpecRegistry
 
 RECORD_PROPERTY = "limbo_record"
+SKIP_PROPERTY = "limbo_skip"
+
+
+class SkipReason(enum.StrEnum):
+    """Why an episode was not started; it travels with the item's reports (``user_properties``),
+    so the controller counts skips by reason, under xdist too, without reading their text."""
+
+    RESUMED = "resumed"
+    COST_LIMIT = "cost_limit"
+
 OPTIONS: dict[str, tuple[str, str]] = {
     # dest: (flag, help); every one can also be set in pytest.ini as limbo_<dest>
     "agent": ("--agent", "agent to evaluate: scripted:<policy>, litellm:<model> "
@@ -153,9 +166,15 @@ class LimboState:
         self.writer: RecordWriter | None = None
         self.cost_meter: CostMeter | None = None
         self.gate_result: GateResult | None = None
+        self.skips: dict[SkipReason, int] = {}
         self.started = time.monotonic()
         self.selected: set[tuple[str, str]] = set()
         self.baseline: list[EpisodeRecord] = []
+
+    @property
+    def family_order(self) -> tuple[str, ...]:
+        """The order of report rows: the fault spec's (none if the specs did not load)."""
+        return self.registry.family_order if self.registry is not None else ()
 
     @property
     def specs(self) -> SpecRegistry:
@@ -267,45 +286,26 @@ class ExperimentFile(pytest.File):
             yield BrokenSpecItem.from_parent(self, name=f"spec-error[{Path(exc.file).name}]",
                                              error=exc)
 
-    def _episodes(self) -> Any:
-        from limbo_plugin.experiments import load_experiment
-        from limbo_plugin.faults import expected_failure
+    def _episodes(self) -> Iterator[EpisodeItem]:
+        from limbo_plugin.experiments import episode_labels, item_name, load_experiment
 
         state: LimboState = self.config.stash[STATE]
         registry = state.specs
         experiment = load_experiment(self.path, registry)
         episodes = experiment.episodes(registry, state.overrides, state.defaults)
         many_agents = len({e.config.agent for e in episodes}) > 1
-        catalogs: dict[str, Any] = {}
+        model_options = {**experiment.spec.model_options, **state.model_options}
         for episode in episodes:
-            name = episode.id
-            if many_agents:
-                name += "-" + episode.config.agent.replace(":", "-").replace("/", "_")
-            item = EpisodeItem.from_parent(self, name=name, episode=episode,
-                                           model_options={**experiment.spec.model_options,
-                                                          **state.model_options})
-            contract = episode.config.contract
-            catalog = catalogs.setdefault(contract, registry.catalog(contract))
-            task = registry.template(episode.key.template).instantiate(episode.key.instance)
-            mode = registry.fault_mode(episode.key.fault_mode)
-            keywords = {episode.key.template, episode.key.fault_mode, mode.family, contract,
-                        episode.config.condition}
-            if episode.key.fault_mode != "none":
-                focal = catalog.get(task.focal(episode.key.focal_write).tool)
-                keywords |= {focal.name, focal.service}
-                reason = expected_failure(mode, focal)
-                if reason:
-                    item.add_marker(pytest.mark.xfail(reason=reason, strict=False,
-                                                      raises=EpisodeFailure))
-            else:
-                keywords |= set(task.services)
-            item.add_marker(getattr(pytest.mark, mode.family))
-            fault_class = registry.fault_class(mode.family)
-            if fault_class:
-                item.add_marker(getattr(pytest.mark, fault_class))
-            item.extra_keyword_matches.update(keywords)
-            item.template_file = task.spec_file
-            item.template_line = task.spec_line
+            labels = episode_labels(episode, registry)
+            item = EpisodeItem.from_parent(self, name=item_name(episode, with_agent=many_agents),
+                                           episode=episode, model_options=model_options,
+                                           labels=labels)
+            if labels.xfail_reason:
+                item.add_marker(pytest.mark.xfail(reason=labels.xfail_reason, strict=False,
+                                                  raises=EpisodeFailure))
+            for marker in labels.markers:
+                item.add_marker(getattr(pytest.mark, marker))
+            item.extra_keyword_matches.update(labels.keywords)
             yield item
 
 
@@ -344,13 +344,17 @@ class InfrastructureFailure(Exception):
 class EpisodeItem(pytest.Item):
     """One episode. It runs in setup, so an infrastructure error is reported as an error."""
 
-    def __init__(self, *, episode: Any, model_options: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, *, episode: Episode, model_options: dict[str, Any],
+                 labels: EpisodeLabels, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.episode = episode
         self.model_options = model_options
+        self.labels = labels
         self.record: EpisodeRecord | None = None
-        self.template_file = ""
-        self.template_line: int | None = None
+
+    def skip(self, reason: SkipReason, message: str) -> None:
+        self.user_properties.append((SKIP_PROPERTY, reason.value))
+        pytest.skip(message)
 
     def setup(self) -> None:
         from limbo_plugin.episode import run_episode
@@ -358,9 +362,10 @@ class EpisodeItem(pytest.Item):
         state: LimboState = self.config.stash[STATE]
         fingerprint = (self.episode.key.id, self.episode.config.fingerprint())
         if fingerprint in state.done:
-            pytest.skip("already recorded (--limbo-resume)")
+            self.skip(SkipReason.RESUMED, "already recorded (--limbo-resume)")
         if state.cost_meter is not None and state.cost_meter.refresh() >= (state.cost_limit or 0):
-            pytest.skip(f"cost limit of ${state.cost_limit} reached; not starting new episodes")
+            self.skip(SkipReason.COST_LIMIT,
+                      f"cost limit of ${state.cost_limit} reached; not starting new episodes")
         options = state.agent_options.model_copy(update={"model_options": self.model_options})
         record = run_episode(self.episode.key, self.episode.config,
                              registry=state.specs, agent_options=options)
@@ -388,8 +393,8 @@ class EpisodeItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
-        line = None if self.template_line is None else self.template_line - 1
-        return Path(self.template_file or self.path), line, f"episode {self.name}"
+        line = None if self.labels.spec_line is None else self.labels.spec_line - 1
+        return Path(self.labels.spec_file or self.path), line, f"episode {self.name}"
 
 
 # -- reporting (controller only) -----------------------------------------------------------------
@@ -420,55 +425,42 @@ class LimboController:
         if report.when != "teardown":
             return
         for name, value in report.user_properties:
-            if name == RECORD_PROPERTY:
-                self.state.writer.write(value)
-                record = EpisodeRecord.model_validate_json(value)
+            if name == RECORD_PROPERTY and self.state.writer is not None:
+                self.state.writer.write(str(value))
+                record = EpisodeRecord.model_validate_json(str(value))
                 self.state.records[(record.episode_id, record.fingerprint())] = record
+            elif name == SKIP_PROPERTY:
+                reason = SkipReason(value)
+                self.state.skips[reason] = self.state.skips.get(reason, 0) + 1
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.state.gate_path is not None:
-            apply_gate(session, self.state, exitstatus)
+            apply_gate(session, self.state, self.state.gate_path, exitstatus)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
                                 config: pytest.Config) -> None:
         print_summary(terminalreporter, self.state)
 
 
-def apply_gate(session: pytest.Session, state: LimboState, exitstatus: int) -> None:
-    from limbo_plugin.report.aggregate import summarize
-    from limbo_plugin.report.gate import (
-        GateResult,
-        compare_with_baseline,
-        evaluate_thresholds,
-        load_gate,
-    )
+def apply_gate(session: pytest.Session, state: LimboState, gate_path: Path,
+               exitstatus: int) -> None:
+    from limbo_plugin.report.gate import load_gate, run_gate, unreadable_gate
+
     try:
-        gate = load_gate(state.gate_path)
+        gate = load_gate(gate_path)
     except SpecError as exc:
-        state.gate_result = GateResult(gate=str(state.gate_path))
-        from limbo_plugin.report.gate import Check
-
-        state.gate_result.checks.append(Check("gate spec", False, str(exc)))
+        result = unreadable_gate(gate_path, exc)
     else:
-        records = all_records(state)
-        result = GateResult(gate=gate.name)
-        if not records:
-            from limbo_plugin.report.gate import Check
-
-            result.checks.append(Check("episodes", False, "no episode was recorded"))
-        else:
-            result.checks += evaluate_thresholds(
-                gate, summarize(records, family_order=state.specs.family_order))
-            if state.baseline_path is not None:
-                result.checks += compare_with_baseline(gate.baseline, records, state.baseline)
-        state.gate_result = result
+        baseline = state.baseline if state.baseline_path is not None else None
+        result = run_gate(gate, all_records(state), family_order=state.family_order,
+                          baseline=baseline)
+    state.gate_result = result
     # With a gate, its verdict decides CI: episode failures alone no longer fail the run, but
     # collection errors, infrastructure errors and interruptions still do.
     if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not _errors(session):
-        session.exitstatus = (pytest.ExitCode.OK if state.gate_result.passed
-                              else pytest.ExitCode.TESTS_FAILED)
-    elif not state.gate_result.passed:
+        session.exitstatus = pytest.ExitCode.OK if result.passed else pytest.ExitCode.TESTS_FAILED
+    elif not result.passed:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -485,15 +477,14 @@ def print_summary(terminalreporter: Any, state: LimboState) -> None:
     from limbo_plugin.report.aggregate import summarize
     from limbo_plugin.report.summary import render_text, write_summary
 
-    summary = summarize(records, family_order=state.specs.family_order)
+    summary = summarize(records, family_order=state.family_order)
     terminalreporter.section("Limbo summary")
     for line in render_text(summary):
         terminalreporter.write_line(line)
     json_path, md_path = write_summary(summary, state.records_path.parent)
     terminalreporter.write_line(f"Records: {state.records_path} ({len(state.records)} new "
                                 f"this run). Summary: {json_path}, {md_path}")
-    skipped_for_cost = sum(1 for r in terminalreporter.stats.get("skipped", [])
-                           if "cost limit" in str(getattr(r, "longrepr", "")))
+    skipped_for_cost = state.skips.get(SkipReason.COST_LIMIT, 0)
     if skipped_for_cost:
         terminalreporter.write_line(f"Cost limit of ${state.cost_limit} reached: "
                                     f"{skipped_for_cost} episode(s) were not started.",
