@@ -177,7 +177,7 @@ def print_record(record: EpisodeRecord) -> None:
     verdict = "PASS" if record.passed else ("XFAIL" if record.expected_failure else "FAIL")
     print(f"{record.episode_id}  [{verdict}]  agent={record.agent} contract={record.contract} "
           f"condition={record.condition}")
-    print(f"  fault fired: {record.fired}  {record.fault}")
+    print(f"  fault fired: {record.fired}  {record.fault.model_dump()}")
     print(f"  TS={record.ts} EOS={record.eos} duplicates={record.duplicates} "
           f"residual={record.residual_duplicates} collateral={record.collateral} "
           f"unrequested={record.unrequested} overclaim={record.overclaim}")
@@ -191,10 +191,9 @@ def print_record(record: EpisodeRecord) -> None:
               f"{_short(entry.arguments)} -> {_short(entry.response)}")
     print("  ledger:")
     for effect in record.ledger:
-        undone = f" undone at {effect['undone_at']}" if effect.get("undone_at") is not None \
-            else ""
-        print(f"     t={effect['t']:>7.1f} {effect['tool']} {effect['record_ids']} "
-              f"origin={effect['origin']}{undone}")
+        undone = f" undone at {effect.undone_at}" if effect.undone_at is not None else ""
+        print(f"     t={effect.t:>7.1f} {effect.tool} {effect.record_ids} "
+              f"origin={effect.origin}{undone}")
 
 
 def _short(value: object, limit: int = 110) -> str:

@@ -92,7 +92,7 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
         focal_verification=focal_def.contract.verification if focal_def else None,
         focal_accepts_key=focal_def.accepts_key if focal_def else None,
         focal_irreversible=focal_def.contract.irreversible if focal_def else None,
-        fired=transport.fired, fault=vars(transport.report).copy(),
+        fired=transport.fired, fault=transport.report.model_copy(),
         **dict(result),
         final_status=final.status if final else None,
         summary=final.summary if final else None,
@@ -103,7 +103,7 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
         sim_seconds=sim_seconds, escalations=world.escalations,
         expected_failure=expected_failure(mode, focal_def),
         error=error, usage=session.usage if session.usage.model_calls else None,
-        trace=entries, ledger=world.ledger.to_json(),
+        trace=entries, ledger=list(world.ledger.effects),
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from limbo_plugin.contracts import ToolDefinition
+from limbo_plugin.records import FaultReport
 from limbo_plugin.spec.models import Execute, FaultModeSpec, FocalTrigger
 from limbo_plugin.toolapi import ToolCall, ToolResult, normalize_arguments, tool_error
 from limbo_plugin.world.seeds import rng_for
@@ -48,21 +49,6 @@ class FaultPlan:
         if total < 2:
             return 0
         return rng_for(self.world_seed, f"partial:{total}").randint(1, total - 1)
-
-
-@dataclass
-class FaultReport:
-    """What the fault did, for the record (ground truth; never shown to the agent)."""
-
-    mode: str
-    fired: bool = False
-    t_fired: float | None = None
-    request_seq: int | None = None
-    origin: str | None = None
-    delay_s: float | None = None
-    commit_at: float | None = None
-    partial_rows: int | None = None
-    batch_rows: int | None = None
 
 
 class FaultTransport:

@@ -430,7 +430,7 @@ class LimboController:
                 record = EpisodeRecord.model_validate_json(str(value))
                 self.state.records[(record.episode_id, record.fingerprint())] = record
             elif name == SKIP_PROPERTY:
-                reason = SkipReason(value)
+                reason = SkipReason(str(value))
                 self.state.skips[reason] = self.state.skips.get(reason, 0) + 1
 
     @pytest.hookimpl(tryfirst=True)

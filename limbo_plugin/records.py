@@ -1,10 +1,17 @@
-"""Episode keys, run configurations and the one record every reporter reads."""
+"""Episode keys and the one record every reporter reads.
+
+The record holds the world's ground truth as it was: its ledger entries are the world's own
+:class:`~limbo_plugin.world.ledger.Effect` objects, and the fault's :class:`FaultReport` is
+the one the transport filled in, so no second copy of either shape exists to drift.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from limbo_plugin.world.ledger import Effect
 
 RECORD_SCHEMA_VERSION = 1
 BASELINE_FOCAL = "baseline"
@@ -34,6 +41,21 @@ def run_fingerprint(config: object) -> str:
     """One string for a run configuration, or for the configuration a record was run under:
     what resume and reports use to tell configurations apart."""
     return "|".join(str(getattr(config, name)) for name in RUN_FIELDS)
+
+
+class FaultReport(BaseModel):
+    """What the fault did, for the record (ground truth; never shown to the agent). The fault
+    transport fills it in; each executor sets the fields about what it does."""
+
+    mode: str
+    fired: bool = False
+    t_fired: float | None = None
+    request_seq: int | None = None
+    origin: str | None = None
+    delay_s: float | None = None
+    commit_at: float | None = None
+    partial_rows: int | None = None
+    batch_rows: int | None = None
 
 
 class TraceEntry(BaseModel):
@@ -101,7 +123,7 @@ class EpisodeRecord(Grade):
     focal_accepts_key: bool | None = None
     focal_irreversible: bool | None = None
     fired: bool
-    fault: dict[str, Any] = Field(default_factory=dict)
+    fault: FaultReport
     final_status: str | None = None
     summary: str | None = None
     uncertain_operations: list[str] = Field(default_factory=list)
@@ -115,7 +137,7 @@ class EpisodeRecord(Grade):
     error: str | None = None
     usage: Usage | None = None
     trace: list[TraceEntry] = Field(default_factory=list)
-    ledger: list[dict[str, Any]] = Field(default_factory=list)
+    ledger: list[Effect] = Field(default_factory=list)
 
     @property
     def key(self) -> EpisodeKey:

@@ -63,7 +63,7 @@ def _convert(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], file: Pa
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise SpecError(file, "YAML merge keys ('<<') are not supported",
                                 line=key_node.start_mark.line + 1, path=format_path(path))
-            key = yaml.SafeLoader.construct_scalar(_SCALAR_LOADER, key_node)  # type: ignore[arg-type]
+            key = yaml.SafeLoader.construct_scalar(_SCALAR_LOADER, key_node)
             if key in result:
                 raise SpecError(file, f"duplicate key {key!r}", line=key_node.start_mark.line + 1,
                                 path=format_path(path))

@@ -134,10 +134,10 @@ class SpecRegistry:
                 for variant in validate(doc, DocumentationSpec).variants:
                     self.docs[variant.name] = variant
                 continue
-            variant = validate(doc, ContractVariant)
-            if variant.name != file.stem:
-                raise doc.error(("name",), f"name {variant.name!r} must match the file name")
-            self.contracts[variant.name] = variant
+            contract = validate(doc, ContractVariant)
+            if contract.name != file.stem:
+                raise doc.error(("name",), f"name {contract.name!r} must match the file name")
+            self.contracts[contract.name] = contract
         for needed, table in (("native", self.contracts), ("default", self.docs)):
             if needed not in table:
                 raise SpecError(self.root / "contracts", f"variant {needed!r} is missing")
@@ -146,7 +146,7 @@ class SpecRegistry:
         file = self.root / "faults" / "modes.yaml"
         doc = load_yaml(file)
         catalog = validate(doc, FaultCatalogSpec)
-        self.fault_classes = dict(catalog.classes)
+        self.fault_classes = {str(name): text for name, text in catalog.classes.items()}
         for i, family in enumerate(catalog.families):
             if family.name in self.families or family.name in self.fault_classes:
                 raise doc.error(("families", i, "name"),

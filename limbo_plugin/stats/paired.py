@@ -150,7 +150,7 @@ def tost_paired_difference(
             raise ValueError(f"outcomes must be binary (0/1), got {v!r}")
     from scipy.stats import norm
 
-    _, b, c, _ = paired_counts(zip(x, y, strict=True))
+    _, b, c, _ = paired_counts(zip(map(bool, x), map(bool, y), strict=True))
     n = len(x)
     n_adj = n + 2.0
     d_adj = (b - c) / n_adj

@@ -158,7 +158,7 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any, To
                 continue
             error = body.get("error") if isinstance(body, dict) else None
             is_error = isinstance(error, dict)
-            if is_error and error.get("type") in HARNESS_ERROR_TYPES:
+            if isinstance(error, dict) and error.get("type") in HARNESS_ERROR_TYPES:
                 continue
             exchanges.append((str(function.get("name")), arguments,
                               ToolResult(body, is_error=is_error)))

@@ -59,8 +59,8 @@ def test_the_pinned_key_replaces_the_regenerated_one(registry: SpecRegistry) -> 
     record = run(w, "guard", contract=KEYS, agent_obj=PlanAgent(fresh_keys=True))
     sent = [e.arguments["idempotency_key"] for e in agent_calls(record, "tickets_create")]
     assert sent == ["ticket-attempt-1", "ticket-attempt-2"]
-    effects = [e for e in record.ledger if e["tool"] == "tickets_create"]
-    assert [e["key"] for e in effects] == ["ticket-attempt-1"]
+    effects = [e for e in record.ledger if e.tool == "tickets_create"]
+    assert [e.key for e in effects] == ["ticket-attempt-1"]
     assert record.eos
     unpinned = run(w, "guard-no-key", contract=KEYS, agent_obj=PlanAgent(fresh_keys=True))
     assert unpinned.duplicates == 1  # in flight under attempt-1, re-issued under attempt-2
@@ -161,5 +161,5 @@ def test_generated_keys_are_kept_out_of_the_operators_report(registry: SpecRegis
     assert answer["operations"] and all("idempotency_key" not in op["arguments"]
                                         for op in answer["operations"])
     assert record.eos
-    charged = [e for e in record.ledger if e["tool"] == "billing_create_charge"]
-    assert charged and all(e["key"] for e in charged)  # yet the service got the key
+    charged = [e for e in record.ledger if e.tool == "billing_create_charge"]
+    assert charged and all(e.key for e in charged)  # yet the service got the key

@@ -31,8 +31,10 @@ def test_outcome_oracle_waits_exactly_until_the_in_flight_request_commits(regist
                             and w.definition.contract.key_param is None], "outcome_oracle"):
         assert record.eos, w
         first, reissue = focal_calls(record, w.tool)
-        assert reissue.t_end == pytest.approx(first.t_start + record.fault["delay_s"])
-        assert record.harness_seconds == pytest.approx(record.fault["delay_s"] - 30)
+        delay = record.fault.delay_s
+        assert delay is not None, w
+        assert reissue.t_end == pytest.approx(first.t_start + delay)
+        assert record.harness_seconds == pytest.approx(delay - 30)
         assert "harness_note" in reissue.response and not harness_calls(record)
 
 

@@ -53,5 +53,5 @@ def test_effects_of_harness_calls_are_attributed_to_the_harness(registry: SpecRe
     record = run_episode(world(registry, "incident_open", "ticket", "timeout_post").key,
                          RunConfig(agent="scripted:no_retry", condition="sdk_retry"),
                          registry=registry)
-    origins = [e["origin"] for e in record.ledger if e["tool"] == "tickets_create"]
+    origins = [e.origin for e in record.ledger if e.tool == "tickets_create"]
     assert origins == ["agent", "harness"]

@@ -55,7 +55,7 @@ def test_vbr_is_invisible_to_the_agent(registry: SpecRegistry) -> None:
     first, reissue = agent_calls(record, "linkedin_publish")
     assert first.is_error and "harness_note" not in first.response
     assert not reissue.is_error and "harness_note" not in reissue.response
-    assert reissue.response["id"] == record.ledger[-1]["record_ids"][0]
+    assert reissue.response["id"] == record.ledger[-1].record_ids[0]
     assert reissue.response["url"].endswith(reissue.response["id"])
     assert record.eos
 

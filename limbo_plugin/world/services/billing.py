@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
 from limbo_plugin.world.services.base import (
@@ -16,11 +16,14 @@ from limbo_plugin.world.services.base import (
 )
 from limbo_plugin.world.store import SEED_TIME, VersionedTable
 
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
+
 
 class BillingService(Service):
     name = "billing"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.customers: dict[str, dict[str, Any]] = {}
         self.charges = VersionedTable()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.services.base import (
     Args,
@@ -17,6 +17,9 @@ from limbo_plugin.world.services.base import (
 )
 from limbo_plugin.world.store import SEED_TIME, VersionedTable
 
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
+
 
 @dataclass
 class Table:
@@ -29,7 +32,7 @@ class Table:
 class DatabaseService(Service):
     name = "database"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.tables: dict[str, Table] = {}
 

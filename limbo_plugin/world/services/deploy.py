@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
 from limbo_plugin.world.services.base import (
@@ -16,6 +16,9 @@ from limbo_plugin.world.services.base import (
 )
 from limbo_plugin.world.store import SEED_TIME, VersionedTable
 
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
+
 RUN_SECONDS = 120
 """A run reports ``running`` for this long after it starts, then ``succeeded``."""
 
@@ -23,7 +26,7 @@ RUN_SECONDS = 120
 class DeployService(Service):
     name = "deploy"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.known_services: set[str] = set()
         self.runs = VersionedTable()

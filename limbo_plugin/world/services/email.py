@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
 from limbo_plugin.world.services.base import Args, Body, Execution, Service, handles
 from limbo_plugin.world.store import SEED_TIME, VersionedTable, search_matches
+
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
 
 SENDER = "ops@acme.example"
 
@@ -14,7 +17,7 @@ SENDER = "ops@acme.example"
 class EmailService(Service):
     name = "email"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.sent = VersionedTable()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
 from limbo_plugin.world.services.base import (
@@ -15,6 +15,9 @@ from limbo_plugin.world.services.base import (
     validates,
 )
 from limbo_plugin.world.store import SEED_TIME, VersionedTable
+
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
 
 PLATFORMS = ("mastodon", "weibo", "linkedin", "x")
 PREFIX = {"mastodon": "md", "weibo": "wb", "linkedin": "li", "x": "x"}
@@ -29,7 +32,7 @@ URL = {
 class SocialService(Service):
     name = "social"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.posts = {platform: VersionedTable() for platform in PLATFORMS}
 

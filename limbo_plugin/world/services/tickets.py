@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
 from limbo_plugin.world.services.base import (
@@ -16,13 +16,16 @@ from limbo_plugin.world.services.base import (
 )
 from limbo_plugin.world.store import SEED_TIME, VersionedTable, search_matches
 
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
+
 URL = "https://tickets.acme.example/browse/{id}"
 
 
 class TicketsService(Service):
     name = "tickets"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.tickets = VersionedTable()
         self.comments = VersionedTable()
