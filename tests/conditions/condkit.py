@@ -11,8 +11,7 @@ from its ``registry`` fixture.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.conditions.intents import is_non_idempotent_write
@@ -30,38 +29,19 @@ LOST_ACK = ("timeout_post", "http500_post")
 LATE = ("timeout_late", "timeout_late_tail")
 
 
-@dataclass(frozen=True)
-class Case:
-    """One world of the sweep, with the focal write's contract under the chosen variant."""
+class Case(NamedTuple):
+    """One world of the sweep: its key, the focal write's definition under the chosen contract
+    variant, and the registry it comes from; ``str(case)`` is the episode id."""
 
-    registry: SpecRegistry
     key: EpisodeKey
     definition: ToolDefinition
+    registry: SpecRegistry
 
-    @property
-    def template(self) -> str:
-        return self.key.template
-
-    @property
-    def focal(self) -> str:
-        return self.key.focal_write
-
-    @property
-    def mode(self) -> str:
-        return self.key.fault_mode
-
-    @property
-    def tool(self) -> str:
-        return self.definition.name
-
-    @property
-    def non_idempotent(self) -> bool:
-        """A repeat can duplicate it (key support or not)."""
-        return is_non_idempotent_write(self.definition)
-
-    @property
-    def verification(self) -> str:
-        return self.definition.contract.verification
+    mode = property(lambda self: self.key.fault_mode)
+    tool = property(lambda self: self.definition.name)
+    non_idempotent = property(lambda self: is_non_idempotent_write(self.definition))
+    """A repeat can duplicate it (key support or not)."""
+    verification = property(lambda self: self.definition.contract.verification)
 
     def __str__(self) -> str:
         return self.key.id
@@ -85,14 +65,14 @@ def worlds(registry: SpecRegistry, modes: Sequence[str] | None = None,
         task = registry.template(key.template).instantiate(key.instance)
         definition = catalog.get(task.focal(key.focal_write).tool)
         assert definition is not None
-        found.append(Case(registry, key, definition))
+        found.append(Case(key, definition, registry))
     return tuple(found)
 
 
 def world(registry: SpecRegistry, template: str, focal: str, mode: str,
           contract: str = "native") -> Case:
     for candidate in worlds(registry, [mode], contract):
-        if (candidate.template, candidate.focal) == (template, focal):
+        if (candidate.key.template, candidate.key.focal_write) == (template, focal):
             return candidate
     raise KeyError((template, focal, mode))
 
