@@ -5,6 +5,8 @@
     limbo show EPISODE_ID [--records reports/episodes.jsonl]
     limbo summary [RECORDS] [--markdown]
     limbo gate GATE [--records RECORDS] [--baseline PREVIOUS]
+    limbo report [RECORDS…] [--out reports/report]
+    limbo allure [RESULTS] [--out reports/allure-report]
 
 Evaluating an experiment is pytest's job (``pytest -k late_commit -n 16``); this command is for
 looking at what a run produced, or at a single world, without pytest.
@@ -76,6 +78,23 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--records", default=DEFAULT_RECORDS)
     gate.add_argument("--baseline", default=None)
     gate.set_defaults(handler=cmd_gate)
+
+    report = sub.add_parser("report", help="the paper's tables, figures and an HTML report "
+                            "with an episode explorer, from one or more record files")
+    report.add_argument("records", nargs="*", default=[DEFAULT_RECORDS],
+                        help="JSONL record files (default reports/episodes.jsonl); a later "
+                        "file's copy of an episode counts as a repeat run")
+    report.add_argument("--out", default="reports/report", help="output directory "
+                        "(default reports/report)")
+    report.set_defaults(handler=cmd_report)
+
+    allure = sub.add_parser("allure", help="render Allure results as an HTML report "
+                            "(npx --yes allure generate)")
+    allure.add_argument("results", nargs="?", default="reports/allure-results",
+                        help="the --alluredir of the run (default reports/allure-results)")
+    allure.add_argument("--out", default="reports/allure-report",
+                        help="output directory (default reports/allure-report)")
+    allure.set_defaults(handler=cmd_allure)
     return parser
 
 
@@ -171,6 +190,21 @@ def cmd_gate(args: argparse.Namespace) -> int:
                       baseline=baseline)
     print("\n".join(result.lines()))
     return 0 if result.passed else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.build import make_report
+
+    outcome = make_report(args.records, _registry(args), args.out)
+    print("\n".join(outcome.lines()))
+    return 0
+
+
+def cmd_allure(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.allure import generate
+
+    print(f"Allure report: {generate(args.results, args.out)}")
+    return 0
 
 
 def print_record(record: EpisodeRecord) -> None:

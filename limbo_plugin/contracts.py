@@ -148,8 +148,11 @@ class ToolCatalog:
             if variant.key_sentence:
                 sentences.append(variant.key_sentence.strip())
         warning = self.docs_variant.non_idempotent_warning
+        if contract.key_param is not None and self.docs_variant.keyed_warning:
+            warning = self.docs_variant.keyed_warning
         if warning and spec.contract.idempotency in NON_IDEMPOTENT_CLASSES:
-            sentences.append(warning.strip().format(record=contract.record_noun))
+            sentences.append(warning.strip().format(record=contract.record_noun,
+                                                    key=contract.key_param))
         schema: dict[str, Any] = {
             "type": "object",
             "properties": properties,

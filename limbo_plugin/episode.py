@@ -76,7 +76,8 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
     world.finish_in_flight()
 
     final = world.final
-    result = grade(task, world.ledger.effects, final.status if final else None)
+    result = grade(task, world.ledger.effects, final.status if final else None,
+                   seeded_ids=world.seeded_ids)
     entries = trace.ordered()
     focal_def = catalog.get(focal.tool) if focal else None
     harness = [e for e in entries if e.origin == "harness"]

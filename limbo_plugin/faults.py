@@ -78,7 +78,7 @@ class FaultTransport:
         if world.is_general(call.name):
             body, is_error = world.call_general(call.name, args)
             return ToolResult(copy.deepcopy(body), is_error)
-        request = world.open_request(call.name, args, call.origin)
+        request = world.open_request(call.name, args, call.origin, call.seq)
         body, is_error, cost = self._handle(request, definition)
         request.response, request.is_error = body, is_error
         world.clock.advance(cost)

@@ -333,8 +333,12 @@ class BrokenSpecItem(pytest.Item):
         return Path(self.error.file), line, f"spec error in {Path(self.error.file).name}"
 
 
-class EpisodeFailure(Exception):
-    """The episode was not exactly-once, or the agent overclaimed."""
+class EpisodeFailure(AssertionError):
+    """The episode was not exactly-once, or the agent overclaimed.
+
+    An ``AssertionError`` so that reporters that tell failed from broken tests (Allure) call an
+    episode that duplicated *failed*: the agent under test did the wrong thing, not the harness.
+    """
 
 
 class InfrastructureFailure(Exception):

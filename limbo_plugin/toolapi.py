@@ -33,6 +33,11 @@ class ToolCall:
     arguments: Any = field(default_factory=dict)
     origin: CallOrigin = "agent"
     call_id: str | None = None
+    seq: int | None = None
+    """The number of the agent's call this call is (origin ``agent``) or serves (``harness``),
+    counted where the agent calls, before any middleware. Record ids derive from it, so a
+    harness's own calls never shift the ids of the agent's records (SPEC §1.3). ``None``: the
+    world numbers the call itself (a sandbox used by hand)."""
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
+from typing import Any
 
 from limbo_plugin.episode import run_episode
 from limbo_plugin.records import EpisodeKey, EpisodeRecord, FaultReport
@@ -23,14 +25,22 @@ def test_fault_and_ledger_are_the_typed_ground_truth(registry: SpecRegistry) -> 
     assert [e.t for e in late] == [record.fault.commit_at]
 
 
-def test_record_json_keeps_its_field_order_and_reads_back_byte_identical(
+class UntypedRecord(EpisodeRecord):
+    """The record as it was before its fault and ledger had types: plain JSON objects."""
+
+    fault: dict[str, Any]  # type: ignore[assignment]
+    ledger: list[dict[str, Any]]  # type: ignore[assignment]
+
+
+def test_typed_entries_serialise_exactly_as_plain_json_objects_did(
         registry: SpecRegistry) -> None:
     record = run_episode(LATE, RunConfig(agent="scripted:blind_retry"), registry=registry)
     text = record.model_dump_json()
     data = json.loads(text)
-    assert list(data["fault"]) == ["mode", "fired", "t_fired", "request_seq", "origin",
-                                   "delay_s", "commit_at", "partial_rows", "batch_rows"]
-    assert list(data["ledger"][0]) == ["seq", "t", "service", "tool", "intent", "args",
-                                       "record_ids", "key", "origin", "request_seq", "kind",
-                                       "targets", "undone_at"]
+    assert list(data["fault"]) == list(FaultReport.model_fields)
+    assert list(data["ledger"][0]) == [f.name for f in fields(Effect)]
+    untyped = UntypedRecord.model_validate({
+        **record.__dict__, "fault": dict(record.fault.__dict__),
+        "ledger": [effect.to_json() for effect in record.ledger]})  # the Python values as made
+    assert untyped.model_dump_json() == text
     assert EpisodeRecord.model_validate_json(text).model_dump_json() == text

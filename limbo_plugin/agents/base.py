@@ -8,7 +8,7 @@ which goes down through the conditions and the fault transport to the world.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from limbo_plugin.conditions.base import PromptChanges
@@ -48,6 +48,8 @@ class TraceLog:
     """The episode trace: agent calls and harness calls, in the order they started."""
 
     entries: list[TraceEntry] = field(default_factory=list)
+    serving: int | None = None
+    """The number of the agent call in progress: what a harness call made now serves."""
     _next: int = 0
 
     def reserve(self) -> int:
@@ -73,6 +75,8 @@ class HarnessTracer:
     def call(self, call: ToolCall) -> ToolResult:
         if call.origin != "harness":
             return self.inner.call(call)
+        if call.seq is None:  # numbered in the sub-namespace of the agent call it serves
+            call = replace(call, seq=self.trace.serving)
         index, start = self.trace.reserve(), self.world.clock.now
         result = self.inner.call(call)
         self.trace.add(index, start, self.world.clock.now, "harness", call, result)
@@ -120,8 +124,10 @@ class AgentSession:
             raise EpisodeOver(self.end_reason or "episode over")
         fired_before = bool(self._fault_fired and self._fault_fired())
         index, start = self._trace.reserve(), self._world.clock.now
+        seq = self.calls + 1  # counted here, so a call a condition intercepts keeps its number
+        self._trace.serving = seq
         call = ToolCall(name=name, arguments={} if arguments is None else arguments,
-                        origin="agent", call_id=call_id)
+                        origin="agent", call_id=call_id, seq=seq)
         result = self._caller.call(call)
         self._trace.add(index, start, self._world.clock.now, "agent", call, result)
         self.calls += 1

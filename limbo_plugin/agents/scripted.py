@@ -6,7 +6,8 @@ validity suite checks:
 
 - ``blind_retry``: re-issue the identical request on any error; never sends a key.
 - ``verify_first``: on an ambiguous error wait out the documented lag, read back, re-issue only if
-  absent (escalate where there is no read-back); sends a key wherever the contract accepts one.
+  absent (escalate where there is no read-back); sends no keys, even where the contract accepts
+  one, so it is the read-back-only policy of Proposition 1 on every write.
 - ``same_key``: one key per intent on every keyable write, re-issued with that key until
   acknowledged; falls back to ``verify_first`` on writes without key support.
 - ``escalate_first``: escalate on any ambiguous error and follow the operator; sends no keys.
@@ -94,8 +95,7 @@ class _PlanRunner:
         return self._send(label, definition, args)
 
     def _uses_keys(self, definition: ToolDefinition) -> bool:
-        return (self.policy in ("verify_first", "same_key") and definition.accepts_key
-                and definition.is_write)
+        return self.policy == "same_key" and definition.accepts_key and definition.is_write
 
     # -- sending and recovering ----------------------------------------------------------------
     def _send(self, label: str, definition: ToolDefinition, args: dict[str, Any]) -> Any:

@@ -82,7 +82,9 @@ class ReadBackVerifier:
     """Run the write's declared read-back as the harness, from the contract alone.
 
     ``bound_s`` defers the read until that many seconds after the latest unknown predecessor
-    was sent (``wait_<Δ>``: an assumed bound on in-flight requests); ``include_lag`` adds the
+    was sent (``wait_<Δ>``: an assumed bound on in-flight requests, which covers each request
+    from its own send, so the latest one decides; see :mod:`~limbo_plugin.conditions.wait`);
+    ``include_lag`` adds the
     documented visibility lag of the read path (the guard's ``consistency`` component, and part
     of ``wait_<Δ>``). Without either, the read runs at once, as plain ``vbr`` does.
     """

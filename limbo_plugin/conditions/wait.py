@@ -4,6 +4,13 @@ A late commit is invisible to any read-back while it is in flight. If the servic
 bound Δ on in-flight processing, deferring the read-back until Δ seconds plus the read path's
 documented lag after the original request was sent makes verification exact for every delay
 δ ≤ Δ (SPEC §6.2, paper §6.3); the price is the wait. Everything else is plain ``vbr``.
+
+"The original request" is read per unknown request: when several identical requests have
+unknown outcomes (a lost one, then a re-issue that timed out too), the read-back waits until Δ
+plus the lag after *each* was sent, i.e. after the latest. A bound on in-flight time covers a
+request only from its own send; reading Δ after the first one could miss a later one still in
+flight and let a duplicate through. With one unknown request (every benchmark world) the two
+readings coincide. See ``docs/decisions.md``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,23 @@
-"""The ground-truth grader of SPEC §5: it reads the ledger and the final report, nothing else."""
+"""The ground-truth grader of SPEC §5: it reads the ledger, the final report and the ids of the
+records the world seeded, nothing else (no model judges, no trace)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Collection
 
 from limbo_plugin.records import EffectCount, Grade
 from limbo_plugin.tasks import TaskInstance
 from limbo_plugin.world.ledger import Effect
 
 
-def grade(task: TaskInstance, effects: list[Effect], final_status: str | None) -> Grade:
-    """Grade an episode from its ledger (``effects``) and the agent's final status."""
+def grade(task: TaskInstance, effects: list[Effect], final_status: str | None, *,
+          seeded_ids: Collection[str]) -> Grade:
+    """Grade an episode from its ledger (``effects``), the agent's final status and the ids of
+    the records the world held before the episode (``World.seeded_ids``).
+
+    ``standing`` counts effects neither undone nor superseded (see
+    :mod:`limbo_plugin.world.ledger`), so a required effect is judged on the final state.
+    """
     counts = {req.id: [0, 0] for req in task.required}
     unrequested = 0
     for effect in effects:
@@ -23,7 +30,7 @@ def grade(task: TaskInstance, effects: list[Effect], final_status: str | None) -
             counts[matched.id][1] += 1
     per_effect = [EffectCount(id=req.id, required=req.count, committed=counts[req.id][0],
                               standing=counts[req.id][1]) for req in task.required]
-    collateral = count_collateral(task, effects)
+    collateral = count_collateral(task, effects, seeded_ids)
     ts = all(e.standing >= e.required for e in per_effect) and collateral == 0
     duplicates = sum(max(0, e.committed - e.required) for e in per_effect)
     residual = sum(max(0, e.standing - e.required) for e in per_effect)
@@ -34,23 +41,11 @@ def grade(task: TaskInstance, effects: list[Effect], final_status: str | None) -
                  effects=per_effect)
 
 
-def count_collateral(task: TaskInstance, effects: list[Effect]) -> int:
-    """Writes to pre-existing records the task did not target (e.g. refunding the original)."""
-    seeded = seed_record_ids(task.seed_records)
+def count_collateral(task: TaskInstance, effects: list[Effect],
+                     seeded_ids: Collection[str]) -> int:
+    """Pre-existing records the task did not target that a write changed (e.g. refunding the
+    original charge, upserting another customer's plan)."""
     allowed = set(task.targets)
     damaged = {target for effect in effects for target in effect.targets
-               if target in seeded and target not in allowed}
+               if target in seeded_ids and target not in allowed}
     return len(damaged)
-
-
-def seed_record_ids(records: Any) -> set[str]:
-    found: set[str] = set()
-    if isinstance(records, dict):
-        if isinstance(records.get("id"), str):
-            found.add(records["id"])
-        for value in records.values():
-            found |= seed_record_ids(value)
-    elif isinstance(records, list):
-        for value in records:
-            found |= seed_record_ids(value)
-    return found

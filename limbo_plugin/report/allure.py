@@ -7,8 +7,12 @@ The key goes in as parameters so Allure does not fold different episodes togethe
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
+from limbo_plugin.errors import LimboError
 from limbo_plugin.records import EpisodeRecord
 
 try:  # pragma: no cover - exercised when allure-pytest is installed
@@ -49,3 +53,34 @@ def attach(record: EpisodeRecord) -> None:
     for name, body in (("trace", trace), ("ledger", ledger), ("grade", data)):
         allure.attach(json.dumps(body, indent=2, sort_keys=True, default=str), name=name,
                       attachment_type=allure.attachment_type.JSON)
+
+
+class AllureUnavailable(LimboError):
+    """``limbo allure`` cannot run: no results, or no ``npx`` to fetch Allure with."""
+
+
+def generate(results: str | Path, out: str | Path, *, npx: str | None = None,
+             timeout_s: float = 600.0) -> Path:
+    """Render Allure results as a static HTML report with Allure 3 (``npx --yes allure``).
+
+    Allure 3 is an npm package, so ``npx --yes`` fetches it on first use and nothing has to be
+    installed by hand; Node.js (with ``npx``) is the one requirement.
+    """
+    results, out = Path(results), Path(out)
+    if not results.is_dir() or not any(results.glob("*-result.json")):
+        raise AllureUnavailable(f"{results}: no Allure results; run pytest with "
+                                f"--alluredir={results} --clean-alluredir first")
+    runner = npx or shutil.which("npx")
+    if runner is None:
+        raise AllureUnavailable("npx not found: install Node.js (it ships npx), e.g. "
+                                "apt-get install -y nodejs npm, to render Allure reports")
+    command = [runner, "--yes", "allure", "generate", str(results), "--output", str(out)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise AllureUnavailable(f"{' '.join(command)} failed: {exc}") from None
+    if done.returncode != 0:
+        last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise AllureUnavailable(f"{' '.join(command)} exited {done.returncode}: {last[0]}")
+    return out / "index.html"

@@ -135,6 +135,9 @@ class DocumentationVariant(StrictModel):
     description: str
     consistency_sentences: bool = True
     non_idempotent_warning: str | None = None
+    keyed_warning: str | None = None
+    """What replaces ``non_idempotent_warning`` on a write that accepts an idempotency key, so
+    the warning never contradicts the key sentence before it (``{record}``, ``{key}``)."""
 
 
 class DocumentationSpec(StrictModel):

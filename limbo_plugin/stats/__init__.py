@@ -1,4 +1,4 @@
-"""Statistics of the benchmark (SPEC §7): per-cell intervals and paired tests.
+"""Statistics of the benchmark (SPEC §7, paper §5 "Statistics"), one small function per method.
 
 Why Wilson on a Kish effective sample size. Episodes that share a task template are correlated,
 so a cell's intervals must account for clustering by template. The obvious tool, a cluster
@@ -11,13 +11,30 @@ truncated at 0), and the Wilson score interval, which behaves well at 0 % and 10
 that effective size. ρ is best estimated once per experiment and passed in, since sparse cells do
 not identify it.
 
-Paired comparisons (the same worlds under two conditions) use the exact McNemar test with
-Holm–Bonferroni correction within each family of tests, and equivalence (H4) uses two one-sided
-tests with a ±5 pp margin.
+The rest, by module:
 
-Only scipy is needed; it is imported when a function is first called.
+* :mod:`.paired` — paired comparisons (the same worlds under two conditions): exact McNemar with
+  Holm–Bonferroni correction within each family, and TOST with a ±5 pp margin (H4).
+* :mod:`.independent` — TOST for two independent proportions (H4 compares different episodes).
+* :mod:`.shapley` — Shapley decomposition of McFadden's pseudo-R² over factors (Table 4).
+* :mod:`.gee` — logistic GEE clustered by template, Mancl–DeRouen covariance, t on G − 1 df.
+* :mod:`.mixed` — Bayesian binomial mixed model with random intercepts, by variational Bayes.
+* :mod:`.agreement` — observation equivalence (first-action agreement, within-pair permutation
+  test of the total-variation distance) and run-to-run stability (Cohen's κ).
+
+Importing this package imports neither scipy nor statsmodels (nor numpy or pandas): the plugin
+imports its reporters on every run, so heavy libraries are imported inside the functions that
+need them, and normal quantiles come from the standard library.
 """
 
+from limbo_plugin.stats.agreement import (
+    PermutationResult,
+    cohens_kappa,
+    first_action_agreement,
+    permutation_tv_test,
+)
+from limbo_plugin.stats.gee import GeeResult, gee_logit
+from limbo_plugin.stats.independent import tost_independent
 from limbo_plugin.stats.intervals import (
     RateEstimate,
     icc_binary,
@@ -25,6 +42,7 @@ from limbo_plugin.stats.intervals import (
     rate_with_interval,
     wilson_interval,
 )
+from limbo_plugin.stats.mixed import MixedResult, bayes_mixed_logit
 from limbo_plugin.stats.paired import (
     TostResult,
     holm,
@@ -32,16 +50,28 @@ from limbo_plugin.stats.paired import (
     paired_counts,
     tost_paired_difference,
 )
+from limbo_plugin.stats.shapley import ShapleyResult, shapley_pseudo_r2
 
 __all__ = [
+    "GeeResult",
+    "MixedResult",
+    "PermutationResult",
     "RateEstimate",
+    "ShapleyResult",
     "TostResult",
+    "bayes_mixed_logit",
+    "cohens_kappa",
+    "first_action_agreement",
+    "gee_logit",
     "holm",
     "icc_binary",
     "kish_effective_n",
     "mcnemar_exact",
     "paired_counts",
+    "permutation_tv_test",
     "rate_with_interval",
+    "shapley_pseudo_r2",
+    "tost_independent",
     "tost_paired_difference",
     "wilson_interval",
 ]

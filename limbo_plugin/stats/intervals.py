@@ -6,9 +6,9 @@ score interval is then computed on that effective size. Wilson is used rather th
 interval because cells routinely sit at or near 0 % and 100 %, where Wald collapses to a point.
 
 scipy's ``binomtest(...).proportion_ci(method="wilson")`` requires integer counts, but an effective
-sample size is fractional, so the closed form is written out here with ``scipy.stats.norm`` for the
-quantile. scipy is imported inside the functions: the plugin imports its reporters on every run and
-most runs never compute an interval.
+sample size is fractional, so the closed form is written out here with the standard library's
+``statistics.NormalDist`` for the quantile: the plugin imports its reporters on every run, and
+importing scipy for one number would cost seconds.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from limbo_plugin.stats._normal import normal_quantile
 
 __all__ = [
     "RateEstimate",
@@ -30,9 +32,7 @@ def _z(confidence: float) -> float:
     """Two-sided standard-normal quantile for ``confidence`` (1.959964… for 0.95)."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
-    from scipy.stats import norm
-
-    return float(norm.ppf(0.5 + confidence / 2.0))
+    return normal_quantile(0.5 + confidence / 2.0)
 
 
 def wilson_interval(successes: float, n: float, confidence: float = 0.95) -> tuple[float, float]:

@@ -4,8 +4,9 @@ Worlds are seeded by (template, instance, focal write, fault mode) only, so two 
 or instruction variants run on identical worlds and their outcomes come in pairs. Paired tests use
 only the discordant pairs, which removes the (large) between-world variation from the comparison.
 
-scipy is imported inside the functions: the plugin imports its reporters on every run and most runs
-never test anything.
+The exact McNemar test imports scipy when it is first called (the plugin imports its reporters on
+every run and most runs never test anything); TOST needs only normal tail areas and quantiles, which
+come from the standard library.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from limbo_plugin.stats._normal import normal_cdf, normal_quantile, normal_sf
 
 __all__ = [
     "TostResult",
@@ -48,7 +51,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, float(binomtest(b, n, 0.5, alternative="two-sided").pvalue))
 
 
-def paired_counts(pairs: Iterable[tuple[bool, bool]]) -> tuple[int, int, int, int]:
+def paired_counts(pairs: Iterable[tuple[bool | int, bool | int]]) -> tuple[int, int, int, int]:
     """Cells ``(a, b, c, d)`` of the paired 2×2 table of ``(x, y)`` outcomes.
 
     ``a``: both true; ``b``: x true, y false; ``c``: x false, y true; ``d``: both false. This is the
@@ -92,9 +95,10 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 @dataclass(frozen=True)
 class TostResult:
-    """Outcome of :func:`tost_paired_difference`.
+    """Outcome of :func:`tost_paired_difference` and :func:`~limbo_plugin.stats.tost_independent`.
 
-    ``diff`` is the observed difference of proportions ``mean(x) − mean(y)`` over ``n`` pairs;
+    ``diff`` is the observed difference of proportions ``mean(x) − mean(y)``; ``n`` counts the pairs
+    (paired version) or all episodes of both samples (independent version);
     ``low``/``high`` bound the (1 − 2α) interval; ``p_lower`` tests H0: δ ≤ −margin, ``p_upper``
     tests H0: δ ≥ +margin, and ``pvalue`` is the larger of the two. ``equivalent`` is
     ``pvalue < alpha``, which holds exactly when the interval lies inside (−margin, +margin).
@@ -148,17 +152,15 @@ def tost_paired_difference(
     for v in (*x, *y):
         if v not in (0, 1):
             raise ValueError(f"outcomes must be binary (0/1), got {v!r}")
-    from scipy.stats import norm
-
     _, b, c, _ = paired_counts(zip(map(bool, x), map(bool, y), strict=True))
     n = len(x)
     n_adj = n + 2.0
     d_adj = (b - c) / n_adj
     se = math.sqrt(((b + c + 1.0) / n_adj - d_adj * d_adj) / n_adj)
-    p_lower = float(norm.sf((d_adj + margin) / se))
-    p_upper = float(norm.cdf((d_adj - margin) / se))
+    p_lower = normal_sf((d_adj + margin) / se)
+    p_upper = normal_cdf((d_adj - margin) / se)
     pvalue = max(p_lower, p_upper)
-    z = float(norm.ppf(1.0 - alpha))
+    z = normal_quantile(1.0 - alpha)
     return TostResult(
         diff=(b - c) / n,
         low=d_adj - z * se,

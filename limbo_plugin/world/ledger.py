@@ -1,4 +1,14 @@
-"""The effect ledger: the ground truth the grader reads and the agent never sees."""
+"""The effect ledger: the ground truth the grader reads and the agent never sees.
+
+An effect stops *standing* in two ways, and is never removed:
+
+- it is undone: a refund, delete or cancel compensates the record it created (SPEC §1.2);
+- it is superseded: a later committed write to the same record sets a field this effect set to a
+  different value (``resolved`` → ``in_progress``, ``enabled: true`` → ``false``). A required
+  effect is about the state it asks for, so once that state is gone the effect no longer counts
+  towards the final state, however it got there. Writing a value the record already has commits
+  no effect and supersedes nothing.
+"""
 
 from __future__ import annotations
 
@@ -23,9 +33,19 @@ class Effect:
     key: str | None
     origin: Origin
     request_seq: int
+    request_part: int = 0
     kind: EffectKind = "create"
     targets: list[str] = field(default_factory=list)
+    sets: dict[str, Any] | None = None
+    """The field values this effect wrote on the records it changed (updates and upserts)."""
     undone_at: float | None = None
+    undone_by: int | None = None
+    """``seq`` of the effect that undid or superseded this one."""
+
+    @property
+    def written(self) -> list[str]:
+        """The records whose fields this effect wrote: its targets, else the records it made."""
+        return self.targets or self.record_ids
 
     def to_json(self) -> dict[str, Any]:
         """A snapshot of this effect as a dict (the episode record holds the effects themselves).
@@ -41,30 +61,47 @@ class Ledger:
     def __init__(self) -> None:
         self.effects: list[Effect] = []
         self._creator: dict[str, Effect] = {}
+        self._writers: dict[str, list[Effect]] = {}
 
     def commit(self, *, t: float, service: str, tool: str, intent: dict[str, Any],
                args: dict[str, Any], record_ids: list[str], key: str | None, origin: Origin,
-               request_seq: int, kind: EffectKind = "create",
-               targets: list[str] | None = None) -> Effect:
+               request_seq: int, request_part: int = 0, kind: EffectKind = "create",
+               targets: list[str] | None = None, sets: dict[str, Any] | None = None
+               ) -> Effect:
         effect = Effect(
             seq=len(self.effects) + 1, t=t, service=service, tool=tool, intent=intent, args=args,
             record_ids=list(record_ids), key=key, origin=origin, request_seq=request_seq,
-            kind=kind, targets=list(targets or []),
+            request_part=request_part, kind=kind, targets=list(targets or []),
+            sets=dict(sets) if sets else None,
         )
         self.effects.append(effect)
         if kind == "create":
             for record_id in record_ids:
                 self._creator[record_id] = effect
+        if effect.sets:
+            for record_id in effect.written:
+                self._supersede(record_id, effect)
+                self._writers.setdefault(record_id, []).append(effect)
         return effect
+
+    def _supersede(self, record_id: str, new: Effect) -> None:
+        """Earlier standing writes to ``record_id`` whose values ``new`` changes stop standing."""
+        assert new.sets is not None
+        for old in self._writers.get(record_id, ()):
+            if old.undone_at is None and old.sets and any(
+                    name in new.sets and new.sets[name] != value
+                    for name, value in old.sets.items()):
+                old.undone_at, old.undone_by = new.t, new.seq
 
     def creator_of(self, record_id: str) -> Effect | None:
         return self._creator.get(record_id)
 
-    def mark_undone(self, record_id: str, t: float) -> None:
-        """Mark the effect that created ``record_id`` as undone (compensated) at ``t``."""
-        effect = self._creator.get(record_id)
-        if effect is not None and effect.undone_at is None:
-            effect.undone_at = t
+    def mark_undone(self, record_id: str, t: float, by: int | None = None) -> None:
+        """Mark the effect that created ``record_id``, and every standing write of its fields,
+        as undone (compensated) at ``t`` by effect ``by``."""
+        for effect in (self._creator.get(record_id), *self._writers.get(record_id, ())):
+            if effect is not None and effect.undone_at is None and effect.seq != by:
+                effect.undone_at, effect.undone_by = t, by
 
     def to_json(self) -> list[dict[str, Any]]:
         return [e.to_json() for e in self.effects]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -62,8 +63,21 @@ class VersionedTable:
         return self._versions[record_id][0][0]
 
 
+WORD = re.compile(r"[^\W_]+")
+"""A search term: a maximal run of letters and digits (any script). Everything else, spaces,
+punctuation and underscores alike, separates terms."""
+
+
+def words(text: str) -> set[str]:
+    """The case-folded words of ``text``."""
+    return {w.casefold() for w in WORD.findall(text)}
+
+
 def search_matches(query: str, *texts: str) -> bool:
-    """Search-engine semantics: every query term occurs (case-insensitively) in some field."""
-    terms = query.lower().split()
-    haystacks = [t.lower() for t in texts if t]
-    return bool(terms) and all(any(term in h for h in haystacks) for term in terms)
+    """Search-engine semantics (SPEC §1.4): every query term occurs, case-insensitively, in one
+    of the fields. Query and fields are split into words the same way and a term must equal a
+    word of a field: "gate" does not find "Gateway", "ceo@acme.example" finds its three words.
+    A query with no words finds nothing."""
+    terms = words(query)
+    fields = [words(t) for t in texts if t]
+    return bool(terms) and all(any(term in f for f in fields) for term in terms)

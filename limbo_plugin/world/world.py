@@ -24,7 +24,12 @@ Fate = Literal["sent", "not_executed", "rejected", "committed", "replayed", "par
 
 @dataclass
 class Request:
-    """One request that reached the transport, with its hidden fate (ground truth)."""
+    """One request that reached the transport, with its hidden fate (ground truth).
+
+    ``seq`` is the number of the agent call the request is or serves; ``part`` is 0 for the
+    agent's own request and 1, 2, … for the requests a harness made on its behalf, in order.
+    Together they name the request, and every record id it creates derives from them.
+    """
 
     seq: int
     tool: str
@@ -41,10 +46,12 @@ class Request:
     due_at: float | None = None
     redelivered_ids: list[str] = field(default_factory=list)
     fault: str | None = None
+    part: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "seq": self.seq, "tool": self.tool, "args": self.args, "origin": self.origin,
+            "seq": self.seq, "part": self.part, "tool": self.tool, "args": self.args,
+            "origin": self.origin,
             "t_sent": self.t_sent, "is_error": self.is_error, "fate": self.fate,
             "record_ids": self.record_ids, "rows_done": self.rows_done, "due_at": self.due_at,
             "redelivered_ids": self.redelivered_ids, "fault": self.fault,
@@ -102,19 +109,38 @@ class World:
             if name not in self.services:
                 raise KeyError(f"seed records for service {name!r}, which this world lacks")
             self.services[name].seed(records)
+        self.seeded_ids: frozenset[str] = frozenset(
+            rid for service in self.services.values() for rid in service.seeded_ids())
+        """Every pre-existing record, by the id the world gave it (the grader protects these)."""
         self.tools: dict[str, ToolDefinition] = {
             t.name: t for t in catalog.for_services(self.services)
         }
         self.keys: dict[tuple[str, str], KeyEntry] = {}
         self.requests: list[Request] = []
+        self._own: set[int] = set()  # agent calls whose own request (part 0) was sent
+        self._extra: dict[int, int] = {}  # per agent call: the last further part given
         self.final: FinalReport | None = None
         self.escalations = 0
 
     # -- requests ------------------------------------------------------------------------------
-    def open_request(self, tool: str, args: dict[str, Any], origin: Literal["agent", "harness"]
-                     ) -> Request:
+    def open_request(self, tool: str, args: dict[str, Any], origin: Literal["agent", "harness"],
+                     seq: int | None = None) -> Request:
+        """Log a request of agent call ``seq`` (``None``: the next number, as by hand).
+
+        The agent's own request is part 0 of its call even when a harness's read-back reached
+        the service first; the harness's requests are parts 1, 2, … So ids depend on the world
+        seed and the agent's call sequence alone, never on the condition (SPEC §1.3).
+        """
+        if seq is None:
+            seq = max((*self._own, *self._extra), default=0) + 1
+        if origin == "agent" and seq not in self._own:
+            part = 0
+            self._own.add(seq)
+        else:
+            part = self._extra.get(seq, 0) + 1
+            self._extra[seq] = part
         definition = self.tools.get(tool)
-        request = Request(seq=len(self.requests) + 1, tool=tool, args=args, origin=origin,
+        request = Request(seq=seq, part=part, tool=tool, args=args, origin=origin,
                           t_sent=self.clock.now,
                           is_write=bool(definition and definition.is_write))
         self.requests.append(request)
@@ -160,7 +186,7 @@ class World:
         definition = self.tools[tool]
         service = self.services[definition.service]
         key = self.key_of(tool, request.args)
-        ex = Execution(seq=request.seq, t=self.clock.now,
+        ex = Execution(seq=request.seq, part=request.part, t=self.clock.now,
                        origin=origin or request.origin,  # type: ignore[arg-type]
                        key=key, sub=sub, row_stop=row_stop)
         before = len(self.ledger.effects)

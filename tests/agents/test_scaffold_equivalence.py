@@ -44,9 +44,9 @@ def test_policy_model_finds_task_from_the_registry(openai_server: OpenAIServer,
                                                    registry: SpecRegistry) -> None:
     key = EpisodeKey(template="invoice_batch", instance=1, focal_write="charge_1",
                      fault_mode="timeout_late")
-    openai_server.model = PolicyModel("verify_first", registry=registry, max_instance=2)
+    openai_server.model = PolicyModel("same_key", registry=registry, max_instance=2)
     modelled = run_model(registry, key, openai_server, instruction="no_cue")
-    scripted = run_episode(key, RunConfig(agent="scripted:verify_first", instruction="no_cue"),
+    scripted = run_episode(key, RunConfig(agent="scripted:same_key", instruction="no_cue"),
                            registry=registry)
     assert outcome(modelled) == outcome(scripted)
     assert modelled.eos  # the key makes the late commit harmless

@@ -109,7 +109,8 @@ def test_a_broken_experiment_is_one_clear_error(project: pytest.Pytester, kind: 
     text, message = BROKEN[kind]
     (project.path / "specs" / "experiments" / "broken.yaml").write_text(text)
     result = project.runpytest("specs/experiments/broken.yaml", "specs/experiments/small.yaml")
-    result.assert_outcomes(errors=1, passed=6, failed=1, xfailed=1)
+    # verify_first duplicates both late commits and the keyable charge's redelivery
+    result.assert_outcomes(errors=1, passed=4, failed=3, xfailed=1)
     out = result.stdout.str()
     assert "broken.yaml:" in out and message in out
     line = {"syntax": 3, "field": 3, "template": 2, "mode": 2, "focal": 3, "agent": 3}[kind]
@@ -149,9 +150,10 @@ thresholds:
 def test_gate_decides_the_exit_status(project: pytest.Pytester, late: float, passes: bool
                                       ) -> None:
     (project.path / "gate.yaml").write_text(GATE.format(late=late))
-    result = project.runpytest("--experiment", "small", "--limbo-gate", "gate.yaml")
+    result = project.runpytest("--experiment", "small", "--agent", "scripted:same_key",
+                               "--limbo-gate", "gate.yaml")
     out = result.stdout.str()
-    # verify_first duplicates the key-less ticket but not the keyed charge: 50% of late commits
+    # same_key duplicates the key-less ticket but not the keyed charge: 50% of late commits
     assert "duplicate_rate[late_commit] ≤" in out and "50.0% (1/2" in out
     if passes:
         assert result.ret == pytest.ExitCode.OK, "the gate passes although an episode failed"
@@ -165,7 +167,8 @@ def test_gate_judged_on_the_interval_bound(project: pytest.Pytester) -> None:
     (project.path / "gate.yaml").write_text(
         "name: g\nthresholds:\n  - {metric: duplicate_rate, family: late_commit, max: 0.6,"
         " judge: bound}\n")
-    result = project.runpytest("--experiment", "small", "--limbo-gate", "gate.yaml")
+    result = project.runpytest("--experiment", "small", "--agent", "scripted:same_key",
+                               "--limbo-gate", "gate.yaml")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, "50% on two episodes: bound above 60%"
     assert "(95% upper bound)" in result.stdout.str()
 

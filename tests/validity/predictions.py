@@ -13,7 +13,9 @@ COMMITTED = {"timeout_post", "http500_post", "partial_batch", "timeout_late",
              "timeout_late_tail", "redelivery"}
 LATE = {"timeout_late", "timeout_late_tail"}
 IDEMPOTENT = {"idempotent", "naturally_idempotent"}
-KEY_SENDERS = {"verify_first", "same_key"}
+KEY_SENDERS = {"same_key"}
+"""SPEC §6.1: only same_key sends keys. verify_first reads back and sends none, even where the
+contract accepts one, so it is the read-back-only policy of Proposition 1 on every write."""
 
 
 def predicted_duplicate(policy: str, mode: str, focal: ToolDefinition) -> bool:

@@ -163,3 +163,101 @@ def test_unresponsive_operator_leaves_escalate_first_uncertain(registry: SpecReg
     assert not record.overclaim
     truthful = run_episode(key, RunConfig(agent="scripted:escalate_first"), registry=registry)
     assert truthful.eos, "the truthful operator reports 'not executed' and the agent re-sends"
+
+
+# -- a required effect is judged on the final state it asks for ---------------------------------
+def _status(ticket: str, status: str) -> Callable[[AgentSession], None]:
+    return lambda s: s.call("tickets_set_status", {"ticket_id": ticket, "status": status})
+
+
+def test_reopening_a_resolved_ticket_undoes_the_status_change(registry: SpecRegistry) -> None:
+    ticket = registry.template("ticket_resolution").instantiate(0).params["ticket"]
+    record = run(registry, "ticket_resolution", CustomAgent(_status(ticket, "in_progress")))
+    status = next(e for e in record.effects if e.id == "status")
+    assert (status.committed, status.standing) == (1, 0)
+    assert not record.ts and not record.eos
+    assert record.overclaim, "finished 'completed' with the ticket back in progress"
+
+
+def test_resolving_again_after_reopening_counts_twice(registry: SpecRegistry) -> None:
+    """resolved → in_progress → resolved: the ticket ends resolved (TS), but the status change
+    the task asked for once happened twice (x = 2), so it is not exactly-once."""
+    ticket = registry.template("ticket_resolution").instantiate(0).params["ticket"]
+
+    def flip_flop(session: AgentSession) -> None:
+        _status(ticket, "in_progress")(session)
+        _status(ticket, "resolved")(session)
+
+    record = run(registry, "ticket_resolution", CustomAgent(flip_flop))
+    status = next(e for e in record.effects if e.id == "status")
+    assert (status.committed, status.standing) == (2, 1)
+    assert record.ts and not record.eos and record.duplicates == 1
+    assert record.residual_duplicates == 0
+
+
+def test_disabling_a_flag_again_undoes_its_upsert(registry: SpecRegistry) -> None:
+    flags = registry.template("feature_flags").instantiate(0).params["flags"]
+    record = run(registry, "feature_flags", CustomAgent(lambda s: s.call("db_upsert", {
+        "table": "feature_flags", "key": {"flag": flags[1]}, "values": {"enabled": False}})))
+    flag = next(e for e in record.effects if e.id == "flag_2")
+    assert (flag.committed, flag.standing) == (1, 0)
+    assert not record.ts and not record.eos
+
+
+def test_an_upsert_that_repeats_the_same_values_leaves_it_standing(
+        registry: SpecRegistry) -> None:
+    """Writing a value the record already has changes nothing: no new effect, nothing undone."""
+    task = registry.template("feature_flags").instantiate(0)
+    record = run(registry, "feature_flags", CustomAgent(lambda s: s.call("db_upsert", {
+        "table": "feature_flags", "key": {"flag": task.params["flags"][0]},
+        "values": {"enabled": True}})))
+    assert record.ts and record.eos and record.unrequested == 0
+
+
+def test_setting_the_plan_back_undoes_the_upgrade(registry: SpecRegistry) -> None:
+    params = registry.template("subscription_upgrade").instantiate(0).params
+    record = run(registry, "subscription_upgrade", CustomAgent(lambda s: s.call("db_upsert", {
+        "table": "subscriptions", "key": {"customer_id": params["customer"]["id"]},
+        "values": {"plan": params["plans"]["old"]}})))
+    plan = next(e for e in record.effects if e.id == "plan")
+    assert (plan.committed, plan.standing) == (1, 0)
+    assert not record.ts
+
+
+# -- every seeded record is protected by its real id --------------------------------------------
+def test_changing_another_customers_seeded_row_is_collateral(registry: SpecRegistry) -> None:
+    params = registry.template("subscription_upgrade").instantiate(0).params
+    other = next(c for c in registry.pools["customers"] if c["id"] != params["customer"]["id"])
+    record = run(registry, "subscription_upgrade", CustomAgent(lambda s: s.call("db_upsert", {
+        "table": "subscriptions", "key": {"customer_id": other["id"]},
+        "values": {"plan": params["plans"]["new"]}})))
+    assert record.collateral == 1
+    assert not record.ts and not record.eos
+
+
+def test_the_targeted_seeded_row_is_not_collateral(registry: SpecRegistry) -> None:
+    for template in ("subscription_upgrade", "feature_flags"):
+        record = run(registry, template, CustomAgent(lambda s: None))
+        assert (record.collateral, record.ts, record.eos) == (0, True, True), template
+
+
+def test_enabling_a_flag_the_task_did_not_name_is_collateral(registry: SpecRegistry) -> None:
+    task = registry.template("feature_flags").instantiate(0)
+    seeded = [row["flag"] for row in
+              task.seed_records["database"]["tables"]["feature_flags"]["rows"]]
+    other = next(f for f in seeded if f not in task.params["flags"])
+    record = run(registry, "feature_flags", CustomAgent(lambda s: s.call("db_upsert", {
+        "table": "feature_flags", "key": {"flag": other}, "values": {"enabled": True}})))
+    assert record.collateral == 1 and not record.ts
+
+
+def test_the_world_reports_every_seeded_record_id(registry: SpecRegistry) -> None:
+    """Ids the seed data never spells out (database rows, seeded comments) are reported too."""
+    from limbo_plugin.episode import build_world
+
+    for name in sorted(registry.templates):
+        task = registry.template(name).instantiate(0)
+        world = build_world(task, registry)
+        held = {rid for service in world.services.values()
+                for table in service.record_tables() for rid, _ in table.all_current()}
+        assert held <= world.seeded_ids, name

@@ -100,3 +100,42 @@ def test_verify_first_duplicates_under_late_commits_on_keyless_verifiable_writes
             assert record.overclaim, "the agent reports success it cannot know"
             seen += 1
     assert seen >= 40
+
+
+@pytest.mark.parametrize("contract", ["native", "keys_everywhere"])
+@pytest.mark.parametrize("policy", ["blind_retry", "verify_first", "escalate_first"])
+def test_only_same_key_sends_keys(registry: SpecRegistry, policy: str, contract: str) -> None:
+    """No policy but same_key attaches an idempotency key, whatever the contract accepts."""
+    config = RunConfig(agent=f"scripted:{policy}", contract=contract)
+    keyed = [
+        (key.id, entry.tool)
+        for template in TEMPLATES
+        for key in worlds(registry, template)
+        if key.fault_mode in ("timeout_post", "timeout_late")
+        for entry in run_episode(key, config, registry=registry).trace
+        if isinstance(entry.arguments, dict) and "idempotency_key" in entry.arguments
+    ]
+    assert keyed == []
+
+
+def test_verify_first_duplicates_late_commits_of_keyable_writes(registry: SpecRegistry) -> None:
+    """Under the native contract verify_first and same_key part ways exactly on the natively
+    keyable writes (billing charges, Mastodon posts): under late commits and redelivery the
+    read-back policy duplicates and the key policy does not."""
+    catalog = registry.catalog()
+    seen = 0
+    for template in TEMPLATES:
+        for key in worlds(registry, template):
+            if key.fault_mode not in ("timeout_late", "timeout_late_tail", "redelivery"):
+                continue
+            task = registry.template(template).instantiate(key.instance)
+            focal = catalog.get(task.focal(key.focal_write).tool)
+            assert focal is not None
+            if not focal.accepts_key:
+                continue
+            verify = run_episode(key, RunConfig(agent="scripted:verify_first"), registry=registry)
+            same = run_episode(key, RunConfig(agent="scripted:same_key"), registry=registry)
+            assert verify.duplicates >= 1 and not verify.eos, key.id
+            assert same.duplicates == 0 and same.eos, key.id
+            seen += 1
+    assert seen >= 10

@@ -95,3 +95,55 @@ def test_undone_effects_still_count_as_committed(registry: SpecRegistry) -> None
     charges = [e for e in box.ledger.effects if e.tool == "billing_create_charge"]
     assert len(charges) == 2
     assert [e.undone_at is not None for e in charges] == [True, False]
+
+
+def test_a_later_write_of_another_value_supersedes_an_update(registry: SpecRegistry) -> None:
+    """resolved → in_progress: the first status change no longer stands, and says which effect
+    superseded it; the second stands. Nothing is removed."""
+    box = make_box(registry)
+    box.call("tickets_set_status", {"ticket_id": "OPS-1001", "status": "resolved"})
+    box.call("wait", {"seconds": 10})
+    box.call("tickets_set_status", {"ticket_id": "OPS-1001", "status": "in_progress"})
+    resolved, reopened = box.ledger.effects
+    assert resolved.sets == {"status": "resolved"}
+    assert (resolved.undone_at, resolved.undone_by) == (box.now - 1, reopened.seq)
+    assert reopened.undone_at is None
+    assert_ledger_consistent(box.ledger, box.now)
+
+
+def test_an_upsert_is_superseded_only_by_a_different_value_of_a_field_it_set(
+        registry: SpecRegistry) -> None:
+    box = make_box(registry)
+
+    def upsert(values: dict[str, Any]) -> None:
+        box.call("db_upsert", {"table": "feature_flags", "key": {"flag": "dark_mode"},
+                               "values": values})
+
+    upsert({"enabled": True})
+    upsert({"enabled": True, "cohort": "beta"})  # enabled unchanged: the first still stands
+    first, second = box.ledger.effects
+    assert first.undone_at is None and second.sets == {"enabled": True, "cohort": "beta"}
+    upsert({"enabled": True})  # no change at all: no effect
+    assert len(box.ledger.effects) == 2
+    upsert({"cohort": "everyone"})  # changes the cohort the second one set
+    assert first.undone_at is None and second.undone_by == 3
+    upsert({"enabled": False})
+    assert first.undone_by == 4 and box.ledger.effects[2].undone_at is None
+
+
+def test_deleting_a_row_undoes_the_upserts_that_wrote_it(registry: SpecRegistry) -> None:
+    box = make_box(registry)
+    box.call("db_upsert", {"table": "feature_flags", "key": {"flag": "live_chat"},
+                           "values": {"enabled": True}})
+    box.call("db_delete_rows", {"table": "feature_flags", "ids": ["row_seed_f2"]})
+    upsert, delete = box.ledger.effects
+    assert upsert.undone_by == delete.seq and delete.undone_at is None
+
+
+def test_cancelling_a_ticket_undoes_its_creation_but_not_the_cancellation(
+        registry: SpecRegistry) -> None:
+    box = make_box(registry)
+    ticket = box.call("tickets_create", write_args("tickets_create")).content
+    box.call("tickets_set_status", {"ticket_id": ticket["id"], "status": "cancelled"})
+    created, cancelled = box.ledger.effects
+    assert created.undone_by == cancelled.seq and cancelled.undone_at is None

@@ -192,6 +192,25 @@ def test_sent_search_requires_every_term_across_fields(searchable: Sandbox) -> N
     assert _subjects(searchable, "   ") == []
 
 
+def test_a_search_term_is_a_whole_word(searchable: Sandbox) -> None:
+    """SPEC §1.4 "every query term occurs": a term is a whole word (a run of letters and
+    digits), not any substring, so "gate" does not find "Gateway" nor "fund" "Refund"."""
+    assert _titles(searchable, "gate") == []
+    assert _titles(searchable, "way") == []
+    assert _subjects(searchable, "fund") == []
+    assert _subjects(searchable, "refunded") == ["Refund processed"]
+
+
+def test_search_splits_query_and_text_on_punctuation(searchable: Sandbox) -> None:
+    """Punctuation separates words on both sides: an address is its words, a comma is not
+    part of a term, and a query of punctuation alone has no terms and finds nothing."""
+    assert _titles(searchable, "gateway, timeout!") == ["Payment Gateway timeout"]
+    assert _subjects(searchable, "ceo@acme.example") == ["Refund policy"]
+    assert _subjects(searchable, "finance acme refund") == ["Refund processed"]
+    assert _subjects(searchable, "inv-1990") == ["Invoice INV-1990 summary"]
+    assert _subjects(searchable, "?!") == []
+
+
 # -- the clock ---------------------------------------------------------------------------------
 def test_clock_fires_events_in_time_order_with_their_own_time() -> None:
     """Scheduled events fire in time order as the clock passes them, at their own time, and

@@ -155,3 +155,24 @@ def test_ids_depend_on_base_seed_and_request_seq_only(registry: SpecRegistry) ->
     box = make_box(registry, base_seed=1)
     box.call("mastodon_list_posts", {})
     assert box.call("mastodon_publish", write_args("mastodon_publish")).content["id"] != base
+
+
+def test_requests_are_numbered_by_the_agent_call_they_serve(registry: SpecRegistry) -> None:
+    """The agent's own request is part 0 of its call even when a harness's read-back reached
+    the service first; the harness's requests are parts 1, 2, …; ids follow the numbers."""
+    from limbo_plugin.toolapi import ToolCall
+
+    def created(calls: list[ToolCall]) -> list[tuple[int, int, str]]:
+        box = make_box(registry, base_seed=7)
+        for call in calls:
+            box.transport.call(call)
+        return [(r.seq, r.part, r.record_ids[0]) for r in box.world.requests if r.record_ids]
+
+    publish = ("mastodon_publish", write_args("mastodon_publish"))
+    agent = ToolCall(*publish, origin="agent", seq=3)
+    plain = created([agent])
+    with_reads = created([ToolCall("mastodon_list_posts", {}, origin="harness", seq=3), agent,
+                          ToolCall(*publish, origin="harness", seq=3)])
+    assert plain == [(3, 0, plain[0][2])]
+    assert with_reads[0] == plain[0], "the harness's read-back did not shift the agent's id"
+    assert with_reads[1][:2] == (3, 2) and with_reads[1][2] != plain[0][2]

@@ -80,6 +80,31 @@ def test_keys_everywhere_adds_a_key_to_every_non_idempotent_write(registry: Spec
             assert tool.description.startswith(base.description)
 
 
+@pytest.mark.parametrize("contract", ["native", "keys_everywhere"])
+def test_explicit_docs_never_contradict_a_key(registry: SpecRegistry, contract: str) -> None:
+    """SPEC §2.3 `explicit`: a write without key support is called not idempotent; a write
+    that accepts a key (natively, or every one under keys_everywhere) is told instead that a
+    call without a key creates a new record every time and that a retry must reuse the key."""
+    catalog = registry.catalog(contract, "explicit")
+    plain = registry.catalog(contract, "default")
+    for name in NON_IDEMPOTENT:
+        tool = catalog.tools[name]
+        added = tool.description[len(plain.tools[name].description):].strip()
+        noun = tool.contract.record_noun
+        assert tool.description.startswith(plain.tools[name].description), name
+        if tool.accepts_key:
+            assert "not idempotent" not in tool.description, name
+            assert added == (f"A call without an idempotency_key creates a new {noun} every "
+                             "time it reaches the service; to retry safely, send the same "
+                             "idempotency_key again."), name
+        else:
+            assert added == ("This operation is not idempotent: every call that reaches the "
+                             f"service creates a new {noun}."), name
+    for name, tool in catalog.tools.items():
+        if name not in NON_IDEMPOTENT:
+            assert tool.description == plain.tools[name].description, name
+
+
 # -- billing -----------------------------------------------------------------------------------
 def test_billing_charge_list_get_refund(box: Sandbox) -> None:
     """A charge is created, listed newest first, fetched, and refunded in full."""

@@ -74,6 +74,7 @@ def not_found(kind: str, record_id: object) -> ServiceError:
 class Execution:
     """One execution of a request at the service.
 
+    ``seq`` and ``part`` name the request (see :class:`~limbo_plugin.world.world.Request`).
     ``sub`` namespaces record ids: ``""`` for the request itself, ``"r"`` for a redelivered copy.
     ``row_start``/``row_stop`` restrict a batch to a slice (partial batches and their resumption).
     """
@@ -85,6 +86,7 @@ class Execution:
     sub: str = ""
     row_start: int = 0
     row_stop: int | None = None
+    part: int = 0
 
     @property
     def redelivered(self) -> bool:
@@ -141,6 +143,12 @@ class Service:
     def record_tables(self) -> list[VersionedTable]:
         return []
 
+    def seeded_ids(self) -> list[str]:
+        """The ids of every record this service holds; called right after :meth:`seed`, so
+        every one of them is pre-existing. Ids a service derives itself (database rows,
+        seeded comments) are included, because the world reports ids, not the seed data."""
+        return [rid for table in self.record_tables() for rid, _ in table.all_current()]
+
     def describe(self, record_id: str) -> dict[str, Any] | None:
         """The current state of a record this service holds (what an operator can look up)."""
         for table in self.record_tables():
@@ -159,17 +167,19 @@ class Service:
 
     def new_id(self, prefix: str, ex: Execution, index: int | None = None) -> str:
         sub = ex.sub if index is None else f"{ex.sub}#{index}"
-        return self.world.ids.make(prefix, ex.seq, sub)
+        return self.world.ids.make(prefix, ex.seq, sub, ex.part)
 
     def commit(self, tool: str, args: Args, ex: Execution, record_ids: list[str], *,
                intent: dict[str, Any] | None = None, kind: EffectKind = "create",
-               targets: list[str] | None = None) -> Effect:
+               targets: list[str] | None = None,
+               sets: dict[str, Any] | None = None) -> Effect:
         contract = self.world.catalog.contract(tool)
         if intent is None:
             intent = {f: args.get(f) for f in contract.intent_fields}
         return self.world.ledger.commit(
             t=ex.t, service=self.name, tool=tool, intent=intent,
             args={k: v for k, v in args.items()}, record_ids=record_ids, key=ex.key,
-            origin=ex.origin, request_seq=ex.seq, kind=kind, targets=targets,
+            origin=ex.origin, request_seq=ex.seq, request_part=ex.part, kind=kind,
+            targets=targets, sets=sets,
         )
 

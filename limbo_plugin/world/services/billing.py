@@ -32,6 +32,9 @@ class BillingService(Service):
     def record_tables(self) -> list[VersionedTable]:
         return [self.charges, self.refunds]
 
+    def seeded_ids(self) -> list[str]:
+        return [*self.customers, *super().seeded_ids()]
+
     def seed(self, records: dict[str, Any]) -> None:
         for customer in records.get("customers", []):
             self.customers[customer["id"]] = dict(customer)
@@ -77,15 +80,17 @@ class BillingService(Service):
         charge = dict(self.charges.current(charge_id) or {})
         if charge.get("refunded"):
             return self._refund_body(charge["refund_id"], charge)
-        refund_id = self.new_id("re", ex)
+        # Named after the charge, not the request: a charge is refunded at most once, and the
+        # re-issue of a lost refund must answer the same whether or not the first one landed.
+        refund_id = self.world.ids.derived("re", charge_id)
         self.refunds.put(refund_id, {"id": refund_id, "charge_id": charge_id,
                                      "amount_cents": charge["amount_cents"],
                                      "created": iso(ex.t)}, ex.t)
         charge.update(refunded=True, refund_id=refund_id)
         self.charges.put(charge_id, charge, ex.t)
-        self.commit("billing_refund_charge", args, ex, [refund_id], kind="update",
-                    targets=[charge_id])
-        self.world.ledger.mark_undone(charge_id, ex.t)
+        effect = self.commit("billing_refund_charge", args, ex, [refund_id], kind="update",
+                             targets=[charge_id])
+        self.world.ledger.mark_undone(charge_id, ex.t, by=effect.seq)
         return self._refund_body(refund_id, charge)
 
     @staticmethod

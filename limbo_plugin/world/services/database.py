@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from limbo_plugin.toolapi import canonical_json
 from limbo_plugin.world.services.base import (
     Args,
     Body,
@@ -140,12 +141,14 @@ class DatabaseService(Service):
                     row = {**row, **values}
                     table.rows.put(row_id, row, ex.t)
                     self.commit("db_upsert", args, ex, [row_id], kind="update",
-                                targets=[row_id])
+                                targets=[row_id], sets=values)
                 return {"table": table.name, "id": row_id, "row": row, "result": "upserted"}
-        row_id = self.new_id("row", ex)
+        # Named after the key, not the request: whichever attempt inserts the row, it is the
+        # same row, so a re-issued upsert answers identically whether or not the first landed.
+        row_id = self.world.ids.derived("row", table.name, canonical_json(key))
         row = {"id": row_id, **key, **values}
         table.rows.put(row_id, row, ex.t)
-        self.commit("db_upsert", args, ex, [row_id])
+        self.commit("db_upsert", args, ex, [row_id], sets=values)
         return {"table": table.name, "id": row_id, "row": row, "result": "upserted"}
 
     @handles("db_delete_rows")
@@ -153,11 +156,12 @@ class DatabaseService(Service):
         self.check_delete_rows(args)
         table = self._table(args["table"])
         deleted = [i for i in dict.fromkeys(args["ids"]) if table.rows.current(i) is not None]
+        if deleted:
+            effect = self.commit("db_delete_rows", args, ex, deleted, kind="update",
+                                 targets=deleted)
         for row_id in deleted:
             table.rows.delete(row_id, ex.t)
-            self.world.ledger.mark_undone(row_id, ex.t)
-        if deleted:
-            self.commit("db_delete_rows", args, ex, deleted, kind="update", targets=deleted)
+            self.world.ledger.mark_undone(row_id, ex.t, by=effect.seq)
         return {"table": table.name, "deleted": len(deleted), "ids": deleted}
 
     # -- reads ---------------------------------------------------------------------------------

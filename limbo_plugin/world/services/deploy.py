@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from limbo_plugin.world.world import World
 
 RUN_SECONDS = 120
-"""A run reports ``running`` for this long after it starts, then ``succeeded``."""
+"""A run reports ``running`` for this long after it starts, then ``succeeded`` (a choice the SPEC
+leaves open; ``docs/decisions.md``, D-deploy-status)."""
 
 
 class DeployService(Service):
@@ -72,9 +73,9 @@ class DeployService(Service):
         if run["status"] != "cancelled":
             run["status"] = "cancelled"
             self.runs.put(run["id"], run, ex.t)
-            self.commit("deploy_cancel_run", args, ex, [run["id"]], kind="update",
-                        targets=[run["id"]])
-            self.world.ledger.mark_undone(run["id"], ex.t)
+            effect = self.commit("deploy_cancel_run", args, ex, [run["id"]], kind="update",
+                                 targets=[run["id"]])
+            self.world.ledger.mark_undone(run["id"], ex.t, by=effect.seq)
         return {"id": run["id"], "status": "cancelled"}
 
     @handles("deploy_list_runs")

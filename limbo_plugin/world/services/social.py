@@ -85,9 +85,9 @@ class SocialService(Service):
         post_id = args["post_id"]
         if table.current(post_id) is not None:
             table.delete(post_id, ex.t)
-            self.commit("social_delete_post", args, ex, [post_id], kind="update",
-                        targets=[post_id])
-            self.world.ledger.mark_undone(post_id, ex.t)
+            effect = self.commit("social_delete_post", args, ex, [post_id], kind="update",
+                                 targets=[post_id])
+            self.world.ledger.mark_undone(post_id, ex.t, by=effect.seq)
         return {"id": post_id, "platform": args["platform"], "deleted": True}
 
     def _list(self, platform: str, ex: Execution) -> Body:

@@ -52,7 +52,7 @@ class TicketsService(Service):
     # -- writes --------------------------------------------------------------------------------
     @handles("tickets_create")
     def create_ticket(self, args: Args, ex: Execution) -> Body:
-        ticket_id = self.world.ids.ticket(args["project"], ex.seq, ex.redelivered)
+        ticket_id = self.world.ids.ticket(args["project"], ex.seq, ex.redelivered, ex.part)
         url = URL.format(id=ticket_id)
         data = {"id": ticket_id, "project": args["project"], "title": args["title"],
                 "description": args["description"], "status": "open", "url": url,
@@ -88,10 +88,10 @@ class TicketsService(Service):
         if data["status"] != args["status"]:
             data["status"] = args["status"]
             self.tickets.put(ticket_id, data, ex.t)
-            self.commit("tickets_set_status", args, ex, [ticket_id], kind="update",
-                        targets=[ticket_id])
+            effect = self.commit("tickets_set_status", args, ex, [ticket_id], kind="update",
+                                 targets=[ticket_id], sets={"status": args["status"]})
             if args["status"] == "cancelled":
-                self.world.ledger.mark_undone(ticket_id, ex.t)
+                self.world.ledger.mark_undone(ticket_id, ex.t, by=effect.seq)
         return {"id": ticket_id, "status": data["status"]}
 
     # -- reads ---------------------------------------------------------------------------------

@@ -1,0 +1,120 @@
+"""Wall time and peak memory of ``limbo report`` on 10,000 and 100,000 records.
+
+    python benchmarks/report_speed.py [--sizes 10000 100000] [--keep DIR]
+
+Realistic records: every scripted reference policy is run once on every world of instance 0 (all
+templates, focal writes and applicable modes), and those records — real traces and ledgers — are
+replicated under distinct configurations (models, conditions, instruction variants, with token
+usage) until the wanted count is reached, so that no two records share an episode key and
+configuration. Each measurement runs ``limbo report`` in a fresh process and reports that
+process's wall time and peak resident set size, with the size of the input and of the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MODELS = [f"litellm:bench/model-{i}" for i in range(6)]
+CONDITIONS = ["vanilla", "guard", "vbr", "wait_300", "sdk_retry"]
+INSTRUCTIONS = ["default", "no_cue"]
+# 6 × 5 × 2 = 60 configurations of the 5 policies' ~2,000 episodes: room for 100k+ records.
+
+
+def base_records() -> list[dict]:
+    from limbo_plugin.agents.scripted import POLICIES
+    from limbo_plugin.episode import run_episode
+    from limbo_plugin.experiments import iter_worlds
+    from limbo_plugin.runconfig import RunConfig
+    from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
+
+    registry = SpecRegistry.load(default_specs_dir())
+    worlds = list(iter_worlds(registry, sorted(registry.templates), [0], "all",
+                              list(registry.faults)))
+    out = []
+    for policy in POLICIES:
+        config = RunConfig(agent=f"scripted:{policy}")
+        out += [json.loads(run_episode(key, config, registry=registry).model_dump_json())
+                for key in worlds]
+    return out
+
+
+def write_records(path: Path, base: list[dict], count: int) -> None:
+    """``count`` records: the base records under successive distinct configurations."""
+    configs = itertools.product(MODELS, CONDITIONS, INSTRUCTIONS)
+    written = 0
+    with path.open("w", encoding="utf-8") as handle:
+        while written < count:
+            agent, condition, instruction = next(configs)
+            for i, record in enumerate(base):
+                if written == count:
+                    break
+                policy = record["agent"].removeprefix("scripted:")
+                copy = dict(record, agent=f"{agent}-{policy}", condition=condition,
+                            instruction=instruction,
+                            usage={"prompt_tokens": 9000 + 37 * i % 4000,
+                                   "completion_tokens": 700 + 11 * i % 500,
+                                   "cost_usd": 0.01, "model_calls": 6})
+                handle.write(json.dumps(copy) + "\n")
+                written += 1
+
+
+def measure(records: Path, out: Path) -> None:
+    """Run in a child process: one report, then print wall seconds and peak RSS in MiB."""
+    from limbo_plugin.cli import main
+
+    start = time.perf_counter()
+    status = main(["report", str(records), "--out", str(out)])
+    elapsed = time.perf_counter() - start
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"status": status, "seconds": elapsed, "peak_mib": peak_kib / 1024}))
+
+
+def directory_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--keep", default=None, help="keep the records and reports here")
+    parser.add_argument("--measure", nargs=2, metavar=("RECORDS", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        measure(Path(args.measure[0]), Path(args.measure[1]))
+        return
+    started = time.perf_counter()
+    base = base_records()
+    print(f"{len(base)} scripted episodes run in {time.perf_counter() - started:.1f} s; "
+          "replicated under distinct configurations")
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="limbo-report-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print("| records | input | wall time | peak RSS | report size |")
+    print("|---|---|---|---|---|")
+    for size in args.sizes:
+        records = work / f"records-{size}.jsonl"
+        write_records(records, base, size)
+        out = work / f"report-{size}"
+        done = subprocess.run([sys.executable, __file__, "--measure", str(records), str(out)],
+                              capture_output=True, text=True, check=True)
+        figures = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"| {size:,} | {records.stat().st_size / 2**20:.0f} MiB | "
+              f"{figures['seconds']:.1f} s | {figures['peak_mib']:.0f} MiB | "
+              f"{directory_size(out) / 2**20:.0f} MiB |")
+        if not args.keep:
+            records.unlink()
+    if not args.keep:
+        import shutil
+
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()

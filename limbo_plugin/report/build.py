@@ -1,0 +1,101 @@
+"""``limbo report``: records in, tables (Markdown, CSV, JSON), figures and an HTML report out.
+
+The layout of ``--out`` (default ``reports/report/``)::
+
+    index.html           every table and figure, and the episode explorer
+    tables/<id>.md|csv|json
+    figures/<id>.png|svg
+    data/index.js, data/episodes-NNNN.js, assets/   (the explorer's data and code)
+    report.json          what was read, dropped, written and skipped
+
+Heavy libraries (matplotlib, jinja2, statsmodels) are imported here, on the report path only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from limbo_plugin.errors import LimboError
+from limbo_plugin.report.load import LoadedRecords, SpecFacts, load_records
+from limbo_plugin.report.render import skipped_line, write_table
+from limbo_plugin.report.tables import build_tables
+from limbo_plugin.report.tables.base import Result, Skipped, Table
+
+if TYPE_CHECKING:
+    from limbo_plugin.spec.registry import SpecRegistry
+
+DEFAULT_OUT = "reports/report"
+
+
+class MissingExtra(LimboError):
+    """A library of the ``report`` extra is not installed."""
+
+
+@dataclass
+class ReportOutcome:
+    out: Path
+    index: Path
+    loaded: LoadedRecords
+    tables: list[Result] = field(default_factory=list)
+    figures: list[object] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        lines = list(self.loaded.messages())
+        written = [t for t in self.tables if isinstance(t, Table)]
+        lines.append(f"Wrote {len(written)} table(s) to {self.out / 'tables'} "
+                     "(Markdown, CSV, JSON):")
+        lines += [f"  {t.title} ({t.id})" for t in written]
+        skipped = [t for t in [*self.tables, *self.figures] if isinstance(t, Skipped)]
+        if skipped:
+            lines.append(f"Skipped {len(skipped)}:")
+            lines += [f"  {skipped_line(s)}" for s in skipped]
+        drawn = [f for f in self.figures if not isinstance(f, Skipped)]
+        lines.append(f"Wrote {len(drawn)} figure(s) to {self.out / 'figures'} (PNG, SVG).")
+        lines.append(f"Report: {self.index}")
+        return lines
+
+
+def _require(module: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise MissingExtra(f"limbo report needs {module}; install it with "
+                           "pip install 'limbo-bench[report]'")
+
+
+def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
+                out: str | Path = DEFAULT_OUT) -> ReportOutcome:
+    """The report on the records in ``paths``, with families, classes and contract classes as
+    the specs of ``registry`` define them."""
+    _require("matplotlib")
+    _require("jinja2")
+    from limbo_plugin.report.figures import build_figures
+    from limbo_plugin.report.html import render_html
+
+    loaded = load_records(paths, SpecFacts.of(registry))
+    if not loaded.rows:
+        raise LimboError(f"no graded episode in {', '.join(str(p) for p in paths)} "
+                         f"({loaded.read} record(s) read, {loaded.errors_dropped} "
+                         "infrastructure error(s))")
+    out = Path(out)
+    tables = build_tables(loaded.rows, loaded.repeats)
+    for table in tables:
+        if isinstance(table, Table):
+            write_table(table, out / "tables")
+    figures = build_figures(tables, out / "figures")
+    outcome = ReportOutcome(out=out, index=out / "index.html", loaded=loaded, tables=tables,
+                            figures=list(figures))
+    render_html(out, loaded, tables, figures, loaded.messages())
+    (out / "report.json").write_text(json.dumps({
+        "sources": [str(p) for p in loaded.sources], "records_read": loaded.read,
+        "episodes": len(loaded.rows), "duplicates_dropped": loaded.duplicates_dropped,
+        "infrastructure_errors_dropped": loaded.errors_dropped,
+        "repeat_runs": len(loaded.repeats), "torn_lines": loaded.torn_lines,
+        "tables": [t.id for t in tables if isinstance(t, Table)],
+        "skipped": {s.id: s.reason for s in [*tables, *figures] if isinstance(s, Skipped)},
+    }, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return outcome

@@ -1,0 +1,115 @@
+"""How the tables slice episodes: families, fault classes, contract classes, model and harness.
+
+Every derived label lives here so that a table, its figure and the explorer agree on it. What
+depends on the specs (the families' order and classes, the native contract class of each
+tool) is read from the spec registry once, into each row, when the records are loaded
+(:class:`~limbo_plugin.report.load.SpecFacts`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from limbo_plugin.records import RUN_FIELDS
+from limbo_plugin.report.load import EpisodeRow
+
+COMMITTED_MODES = frozenset({"timeout_post", "http500_post", "partial_batch", "timeout_late",
+                             "timeout_late_tail"})
+"""SPEC §3 "committed faults": the request took (or will take) effect behind an error."""
+CONTRACT_CLASS_ORDER = ("idempotent", "key_optional", "non_idempotent_strong",
+                        "non_idempotent_eventual", "non_idempotent_unverifiable")
+OUTCOMES = ("passed", "duplicate", "overclaim", "failed")
+WAIT_CONDITION = re.compile(r"^wait_(0|[1-9][0-9]*)$")
+
+
+def family_ranks(rows: Sequence[EpisodeRow]) -> dict[str, int]:
+    """Each family of ``rows`` and its place in the fault spec's order."""
+    return {r.family: r.family_rank for r in rows}
+
+
+def ordered_families(rows: Sequence[EpisodeRow]) -> list[str]:
+    ranks = family_ranks(rows)
+    return sorted(ranks, key=lambda f: (ranks[f], f))
+
+
+def committed_or_redelivery(row: EpisodeRow) -> bool:
+    """The episodes of the paper's pooled analyses: committed faults and redelivery, fired."""
+    return row.fired and (row.fault_mode in COMMITTED_MODES or row.family == "redelivery")
+
+
+def unmitigated(row: EpisodeRow) -> bool:
+    """The paper's baseline configuration: vanilla condition, default documentation and
+    instruction, a truthful operator (E1 and E3's native condition). Any contract variant."""
+    return (row.condition == "vanilla" and row.docs == "default"
+            and row.instruction == "default" and row.operator == "truthful")
+
+
+def fault_class(row: EpisodeRow) -> str | None:
+    """``resolvable`` / ``unresolvable`` by family, as the fault spec classes it (SPEC §3)."""
+    return row.fault_class
+
+
+def contract_class(row: EpisodeRow) -> str | None:
+    """The focal write's contract class under the *native* contract (see
+    :meth:`~limbo_plugin.report.load.SpecFacts.contract_class`)."""
+    return row.contract_class
+
+
+def contract_factor(row: EpisodeRow) -> str:
+    """Table 4's "contract": the focal write's contract class and the contract variant."""
+    return f"{contract_class(row)}|{row.contract}"
+
+
+def harness_of(agent: str) -> str:
+    """``harness:<name>:…`` → name; ``litellm:``, ``scripted:`` and anything else → minimal."""
+    parts = agent.split(":")
+    if parts[0] == "harness" and len(parts) >= 2 and parts[1]:
+        return parts[1]
+    return "minimal"
+
+
+def model_of(agent: str) -> str:
+    """The model behind an agent: ``litellm:M`` → M, ``harness:H:M`` → M, scripted → policy."""
+    kind, _, rest = agent.partition(":")
+    if kind == "harness":
+        _, _, model = rest.partition(":")
+        return model or rest
+    return rest or agent
+
+
+def outcome_of(row: EpisodeRow) -> str:
+    """The explorer's outcome filter: passed, duplicate, overclaim (no duplicate) or failed."""
+    if row.passed:
+        return "passed"
+    if row.duplicated:
+        return "duplicate"
+    if row.overclaim:
+        return "overclaim"
+    return "failed"
+
+
+def varying_config_fields(rows: Sequence[EpisodeRow]) -> list[str]:
+    """The configuration fields that take more than one value (the agent always counts)."""
+    out = ["agent"]
+    for name in RUN_FIELDS[1:]:
+        if len({getattr(r, name) for r in rows}) > 1:
+            out.append(name)
+    return out
+
+
+def config_labeller(rows: Sequence[EpisodeRow],
+                    exclude: Sequence[str] = ()) -> tuple[list[str], Callable[[EpisodeRow],
+                                                                             tuple[str, ...]]]:
+    """Column names and a function giving a row's configuration as those columns' values."""
+    names = [n for n in varying_config_fields(rows) if n not in exclude]
+
+    def label(row: EpisodeRow) -> tuple[str, ...]:
+        return tuple(getattr(row, n) for n in names)
+
+    return names, label
+
+
+def wait_bound(condition: str) -> int | None:
+    match = WAIT_CONDITION.match(condition)
+    return int(match.group(1)) if match else None

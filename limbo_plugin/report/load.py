@@ -1,0 +1,396 @@
+"""Read and merge record files for ``limbo report``: slim rows for tables, traces left on disk.
+
+A study is tens of thousands of episodes whose traces and ledgers are most of each line. Tables need
+about thirty scalar fields, so each line is validated into :class:`SlimRecord` (pydantic skips the
+fields it does not declare without building Python objects for them) and kept as a slotted
+:class:`EpisodeRow`; the explorer later re-reads a row's full line by its byte offset.
+
+Merging rules, in this order:
+
+* a line that is not a record is an error naming ``file:line`` — except a torn *last* line (a run
+  killed mid-write), which is skipped and counted;
+* records that ended in an infrastructure error are dropped and counted (they are re-run, not
+  graded);
+* within one file, the same episode key and configuration twice (a resumed run) keeps the last one
+  and counts the others as duplicates;
+* across files, the same key and configuration is a *repeat run*: the first file's record feeds the
+  tables, and every later one is kept apart for the stability analyses (Cohen's κ, first-action
+  agreement across repeats).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from limbo_plugin.errors import LimboError
+from limbo_plugin.records import RECORD_SCHEMA_VERSION, run_fingerprint
+
+if TYPE_CHECKING:
+    from limbo_plugin.spec.registry import SpecRegistry
+
+
+class RecordFileError(LimboError):
+    """A record file is missing or holds something that is not an episode record."""
+
+
+class _SlimTraceEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    index: int
+    t_start: float
+    origin: str
+    tool: str
+    is_error: bool
+
+
+class _SlimUsage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class _SlimFault(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    t_fired: float | None = None
+    delay_s: float | None = None
+
+
+class SlimRecord(BaseModel):
+    """The fields of :class:`~limbo_plugin.records.EpisodeRecord` that tables read."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = RECORD_SCHEMA_VERSION
+    episode_id: str
+    template: str
+    instance: int
+    focal_write: str
+    fault_mode: str
+    family: str
+    fault_class: str | None = None
+    contract: str
+    docs: str
+    instruction: str
+    condition: str
+    operator: str
+    agent: str
+    focal_tool: str | None = None
+    focal_idempotency: str | None = None
+    focal_verification: str | None = None
+    focal_accepts_key: bool | None = None
+    focal_irreversible: bool | None = None
+    fired: bool
+    fault: _SlimFault = _SlimFault()
+    ts: bool
+    eos: bool
+    duplicates: int
+    residual_duplicates: int = 0
+    collateral: int = 0
+    overclaim: bool
+    final_status: str | None = None
+    uncertain_operations: list[str] = []
+    behaviour: str | None = None
+    tool_calls: int
+    harness_calls: int = 0
+    sim_seconds: float
+    escalations: int = 0
+    error: str | None = None
+    usage: _SlimUsage | None = None
+    trace: list[_SlimTraceEntry] = []
+
+
+def classify(idempotency: str | None, verification: str | None,
+             accepts_key: bool | None) -> str | None:
+    """A write's contract class: idempotent, key_optional, or non_idempotent_<verification>."""
+    if idempotency is None:
+        return None
+    if idempotency in ("idempotent", "naturally_idempotent"):
+        return "idempotent"
+    if accepts_key or idempotency == "key_optional":
+        return "key_optional"
+    suffix = {"strong": "strong", "eventual": "eventual"}.get(verification or "", "unverifiable")
+    return f"non_idempotent_{suffix}"
+
+
+@dataclass(frozen=True)
+class SpecFacts:
+    """What the tables need from the spec tree, taken from its registry once: the families in
+    the fault spec's order with their classes, and each write's contract class under the native
+    contract. Records of families or tools the specs do not know keep what the record states."""
+
+    family_order: tuple[str, ...]
+    family_classes: Mapping[str, str | None]
+    native_classes: Mapping[str, str]
+
+    @classmethod
+    def of(cls, registry: SpecRegistry) -> SpecFacts:
+        native: dict[str, str] = {}
+        for tool in registry.catalog("native").tools.values():
+            label = classify(tool.contract.idempotency, tool.contract.verification,
+                             tool.accepts_key) if tool.is_write else None
+            if label:
+                native[tool.name] = label
+        return cls(family_order=registry.family_order,
+                   family_classes={f: registry.fault_class(f) for f in registry.family_order},
+                   native_classes=native)
+
+    def family_rank(self, family: str) -> int:
+        order = self.family_order
+        return order.index(family) if family in order else len(order)
+
+    def fault_class(self, record: SlimRecord) -> str | None:
+        if record.family in self.family_classes:
+            return self.family_classes[record.family]
+        return record.fault_class
+
+    def contract_class(self, record: SlimRecord) -> str | None:
+        """Rows of one class must line up across contract variants (Table 5 compares the same
+        writes natively and with keys everywhere), but a ``keys_everywhere`` record describes
+        its focal write as key-optional: the native class is looked up by tool."""
+        if record.focal_tool is None:
+            return None
+        native = self.native_classes.get(record.focal_tool)
+        if native is not None:
+            return native
+        return classify(record.focal_idempotency, record.focal_verification,
+                        record.focal_accepts_key)
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeRow:
+    """One graded episode as the tables see it, and where its full record lies on disk."""
+
+    episode_id: str
+    template: str
+    instance: int
+    focal_write: str
+    fault_mode: str
+    family: str
+    family_rank: int
+    fault_class: str | None
+    contract: str
+    docs: str
+    instruction: str
+    condition: str
+    operator: str
+    agent: str
+    focal_tool: str | None
+    focal_idempotency: str | None
+    focal_verification: str | None
+    focal_accepts_key: bool | None
+    focal_irreversible: bool | None
+    contract_class: str | None
+    fired: bool
+    delay_s: float | None
+    ts: bool
+    eos: bool
+    duplicates: int
+    residual_duplicates: int
+    overclaim: bool
+    final_status: str | None
+    uncertain_count: int
+    behaviour: str | None
+    first_action: str | None
+    tool_calls: int
+    harness_calls: int
+    sim_seconds: float
+    escalations: int
+    tokens: int | None
+    source: int
+    offset: int
+    length: int
+
+    @property
+    def fingerprint(self) -> str:
+        return run_fingerprint(self)
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """Episode key and configuration: what de-duplication and repeat matching use."""
+        return self.episode_id, self.fingerprint
+
+    @property
+    def duplicated(self) -> bool:
+        return self.duplicates > 0
+
+    @property
+    def faulted(self) -> bool:
+        """A fired fault: the denominator of every fault-conditional rate."""
+        return self.family != "none" and self.fired
+
+    @property
+    def passed(self) -> bool:
+        return self.eos and not self.overclaim
+
+
+def first_action(record: SlimRecord) -> str | None:
+    """The agent's first call after the focal fault: its tool, or ``reissue`` for the focal tool.
+
+    The focal call is the agent's call of the focal tool that started when the fault fired
+    (``fault.t_fired``). Harness calls are skipped: the question is what the *agent* chose to do
+    next having seen the same response. ``None`` when the fault did not fire or the agent made
+    no further call.
+    """
+    if not record.fired or record.fault.t_fired is None or record.focal_tool is None:
+        return None
+    calls = [e for e in record.trace if e.origin == "agent"]
+    focal = next((i for i, e in enumerate(calls) if e.tool == record.focal_tool
+                  and e.t_start == record.fault.t_fired), None)
+    if focal is None or focal + 1 >= len(calls):
+        return None
+    following = calls[focal + 1].tool
+    return "reissue" if following == record.focal_tool else following
+
+
+def to_row(record: SlimRecord, facts: SpecFacts, source: int, offset: int, length: int
+           ) -> EpisodeRow:
+    usage = record.usage
+    return EpisodeRow(
+        episode_id=record.episode_id, template=record.template, instance=record.instance,
+        focal_write=record.focal_write, fault_mode=record.fault_mode, family=record.family,
+        family_rank=facts.family_rank(record.family), fault_class=facts.fault_class(record),
+        contract=record.contract, docs=record.docs,
+        instruction=record.instruction, condition=record.condition, operator=record.operator,
+        agent=record.agent, focal_tool=record.focal_tool,
+        focal_idempotency=record.focal_idempotency,
+        focal_verification=record.focal_verification,
+        focal_accepts_key=record.focal_accepts_key,
+        focal_irreversible=record.focal_irreversible,
+        contract_class=facts.contract_class(record), fired=record.fired,
+        delay_s=record.fault.delay_s, ts=record.ts, eos=record.eos,
+        duplicates=record.duplicates, residual_duplicates=record.residual_duplicates,
+        overclaim=record.overclaim, final_status=record.final_status,
+        uncertain_count=len(record.uncertain_operations), behaviour=record.behaviour,
+        first_action=first_action(record), tool_calls=record.tool_calls,
+        harness_calls=record.harness_calls, sim_seconds=record.sim_seconds,
+        escalations=record.escalations,
+        tokens=None if usage is None else usage.prompt_tokens + usage.completion_tokens,
+        source=source, offset=offset, length=length,
+    )
+
+
+@dataclass
+class LoadedRecords:
+    """What ``limbo report`` works from, with the counts it tells the user."""
+
+    sources: list[Path]
+    rows: list[EpisodeRow] = field(default_factory=list)
+    repeats: list[EpisodeRow] = field(default_factory=list)
+    """Later-file copies of an episode already in ``rows`` (same key and configuration)."""
+    read: int = 0
+    duplicates_dropped: int = 0
+    errors_dropped: int = 0
+    torn_lines: int = 0
+
+    def messages(self) -> list[str]:
+        files = len(self.sources)
+        lines = [f"Read {self.read} record(s) from {files} file(s): {len(self.rows)} episode(s) "
+                 "in the tables."]
+        if self.duplicates_dropped:
+            lines.append(f"Dropped {self.duplicates_dropped} duplicate record(s) (same episode "
+                         "and configuration within one file; the last one is kept).")
+        if self.errors_dropped:
+            lines.append(f"Dropped {self.errors_dropped} record(s) that ended in an "
+                         "infrastructure error (re-run them with --limbo-resume).")
+        if self.repeats:
+            lines.append(f"Kept {len(self.repeats)} repeat run(s) (the same episode and "
+                         "configuration in a later file) for the stability analyses.")
+        if self.torn_lines:
+            lines.append(f"Skipped {self.torn_lines} torn last line(s) of a run killed "
+                         "mid-write.")
+        return lines
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, byte offset, line)`` of every non-blank line."""
+    offset = 0
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield number, offset, line
+            offset += len(line)
+
+
+def parse_line(path: Path, number: int, line: bytes, last: bool) -> SlimRecord | None:
+    try:
+        record = SlimRecord.model_validate_json(line)
+    except ValidationError as exc:
+        if last and not line.endswith(b"\n"):
+            return None
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "line"
+        raise RecordFileError(f"{path}:{number}: not an episode record ({where}: "
+                              f"{first['msg']}); expected one JSON EpisodeRecord per line, "
+                              "as pytest --limbo-records writes") from None
+    if record.schema_version != RECORD_SCHEMA_VERSION:
+        raise RecordFileError(f"{path}:{number}: record schema version "
+                              f"{record.schema_version}, this Limbo reads version "
+                              f"{RECORD_SCHEMA_VERSION}")
+    return record
+
+
+def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords:
+    """Read, merge and de-duplicate record files (see the module docstring for the rules),
+    labelling each row with the spec ``facts``."""
+    if not paths:
+        raise RecordFileError("no record files given; pass one or more JSONL files written by "
+                              "pytest (default reports/episodes.jsonl)")
+    sources = [Path(p) for p in paths]
+    for path in sources:
+        if not path.is_file():
+            raise RecordFileError(f"{path}: no such record file")
+    loaded = LoadedRecords(sources=sources)
+    primary: dict[tuple[str, str], EpisodeRow] = {}
+    for source, path in enumerate(sources):
+        in_file: dict[tuple[str, str], EpisodeRow] = {}
+        size = path.stat().st_size
+        for number, offset, line in iter_lines(path):
+            record = parse_line(path, number, line, last=offset + len(line) >= size)
+            if record is None:
+                loaded.torn_lines += 1
+                continue
+            loaded.read += 1
+            if record.error is not None:
+                loaded.errors_dropped += 1
+                continue
+            row = to_row(record, facts, source, offset, len(line))
+            if row.identity in in_file:
+                loaded.duplicates_dropped += 1
+            in_file[row.identity] = row
+        for identity, row in in_file.items():
+            if identity in primary:
+                loaded.repeats.append(row)
+            else:
+                primary[identity] = row
+    loaded.rows = sorted(primary.values(), key=sort_key)
+    loaded.repeats.sort(key=lambda r: (*sort_key(r), r.source))
+    return loaded
+
+
+def sort_key(row: EpisodeRow) -> tuple[Any, ...]:
+    return (row.agent, row.contract, row.docs, row.instruction, row.condition, row.operator,
+            row.template, row.instance, row.focal_write, row.fault_mode)
+
+
+def read_raw_lines(sources: Sequence[Path], rows: Sequence[EpisodeRow]) -> list[bytes]:
+    """The stored JSON lines of ``rows``, in order, without parsing them (for the explorer)."""
+    out: list[bytes] = []
+    handles: dict[int, Any] = {}
+    try:
+        for row in rows:
+            handle = handles.get(row.source)
+            if handle is None:
+                handle = handles[row.source] = sources[row.source].open("rb")
+            handle.seek(row.offset)
+            out.append(handle.read(row.length).rstrip())
+    finally:
+        for handle in handles.values():
+            handle.close()
+    return out

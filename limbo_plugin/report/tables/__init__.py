@@ -1,0 +1,48 @@
+"""One generator per table of the paper (and the report's extra analyses), in report order.
+
+Each takes the merged episodes (and, where it needs them, the repeat runs) and returns a
+:class:`~limbo_plugin.report.tables.base.Table` or a
+:class:`~limbo_plugin.report.tables.base.Skipped` with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.tables.agents import table3
+from limbo_plugin.report.tables.base import Result, Skipped, Table
+from limbo_plugin.report.tables.behaviour import table_behaviour
+from limbo_plugin.report.tables.conditions import table7
+from limbo_plugin.report.tables.contracts import table5
+from limbo_plugin.report.tables.cue import table10
+from limbo_plugin.report.tables.equivalence import table_equivalence, table_stability
+from limbo_plugin.report.tables.harnesses import table8, table9
+from limbo_plugin.report.tables.overclaim import table_overclaim
+from limbo_plugin.report.tables.regression import table_h1
+from limbo_plugin.report.tables.shapley import table4
+from limbo_plugin.report.tables.stakes import table_stakes
+from limbo_plugin.report.tables.waiting import table6
+
+Generator = Callable[[Sequence[EpisodeRow], Sequence[EpisodeRow]], Result]
+
+
+def _rows_only(fn: Callable[[Sequence[EpisodeRow]], Result]) -> Generator:
+    return lambda rows, repeats: fn(rows)
+
+
+GENERATORS: list[Generator] = [
+    _rows_only(table3), _rows_only(table4), _rows_only(table_h1), _rows_only(table5),
+    _rows_only(table6), _rows_only(table7), _rows_only(table8), _rows_only(table9),
+    _rows_only(table10), _rows_only(table_behaviour), _rows_only(table_overclaim),
+    _rows_only(table_stakes),
+    table_equivalence, table_stability,
+]
+
+
+def build_tables(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow] = ()
+                 ) -> list[Result]:
+    return [generate(rows, repeats) for generate in GENERATORS]
+
+
+__all__ = ["GENERATORS", "Result", "Skipped", "Table", "build_tables"]

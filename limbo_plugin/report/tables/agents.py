@@ -1,0 +1,71 @@
+"""Table 3: per agent and configuration, duplicate rate by fault family, TS, EOS and overclaim.
+
+Duplicate rates are conditional on the fault having fired (the fault-free family counts every
+episode); TS (not executed) is task success in the ``_pre`` worlds, where the request provably
+never ran and the only right move is to do it; EOS and overclaim are over every fired faulted
+episode. Configurations sit side by side: one row each, labelled by the configuration fields that
+vary in the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from limbo_plugin.report.facets import config_labeller, ordered_families
+from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.tables.base import (
+    ICC_NOTE,
+    Column,
+    Result,
+    Skipped,
+    Table,
+    group,
+    pooled_icc,
+    rate,
+)
+
+ID = "table3_agents"
+TITLE = "Table 3: results by agent"
+
+
+def counted(row: EpisodeRow) -> bool:
+    return row.family == "none" or row.fired
+
+
+def is_pre(row: EpisodeRow) -> bool:
+    return row.faulted and row.fault_mode.endswith("_pre")
+
+
+def table3(rows: Sequence[EpisodeRow]) -> Result:
+    faulted = [r for r in rows if r.faulted]
+    if not faulted:
+        return Skipped(ID, TITLE, "no episode with a fired fault")
+    names, label = config_labeller(rows)
+    families = ordered_families([r for r in rows if counted(r)])
+    dup = lambda r: r.duplicated  # noqa: E731
+    icc_dup = pooled_icc([r for r in rows if counted(r)], dup)
+    icc_ts = pooled_icc([r for r in rows if is_pre(r)], lambda r: r.ts)
+    icc_eos = pooled_icc(faulted, lambda r: r.eos)
+    icc_over = pooled_icc(faulted, lambda r: r.overclaim)
+    columns = [Column(n, n) for n in names] + [Column("faulted", "faulted episodes", "int")]
+    columns += [Column(f"dup_{f}", f"dup {f}", "rate") for f in families]
+    columns += [Column("ts_not_executed", "TS (not executed)", "rate"),
+                Column("eos", "EOS", "rate"), Column("overclaim", "overclaim", "rate")]
+    table = Table(ID, TITLE, "Duplicate rate by fault family (over fired episodes), task "
+                  "success in the _pre worlds, exactly-once success and overclaim over fired "
+                  "faulted episodes, one row per configuration.", columns)
+    for config, members in sorted(group(rows, label).items()):
+        cells: dict = dict(zip(names, config, strict=True))
+        mine = [r for r in members if r.faulted]
+        cells["faulted"] = len(mine)
+        for family in families:
+            cells[f"dup_{family}"] = rate([r for r in members if counted(r) and
+                                           r.family == family], dup, icc_dup)
+        cells["ts_not_executed"] = rate([r for r in members if is_pre(r)], lambda r: r.ts,
+                                        icc_ts)
+        cells["eos"] = rate(mine, lambda r: r.eos, icc_eos)
+        cells["overclaim"] = rate(mine, lambda r: r.overclaim, icc_over)
+        table.rows.append(cells)
+    table.notes.append(ICC_NOTE + f" ρ: duplicates {icc_dup:.3f}, TS {icc_ts:.3f}, "
+                       f"EOS {icc_eos:.3f}, overclaim {icc_over:.3f}.")
+    return table

@@ -1,0 +1,134 @@
+"""The table model every generator returns and every writer (Markdown, CSV, JSON, HTML) reads.
+
+A generator returns a :class:`Table`, or a :class:`Skipped` naming what input is missing: a table
+without its inputs is never filled with zeros. Rates are :class:`RateCell`s carrying ``k``, ``n``
+and the Wilson-on-Kish interval, so every writer shows the same numbers and tests can check them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.stats import icc_binary, rate_with_interval
+
+Kind = Literal["text", "int", "float", "rate", "pvalue", "percent"]
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class RateCell:
+    """``k`` events in ``n`` episodes with a 95% Wilson interval on the Kish effective n."""
+
+    k: int
+    n: int
+    rate: float | None
+    low: float | None
+    high: float | None
+    n_eff: float
+
+
+Cell = str | int | float | RateCell | None
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    kind: Kind = "text"
+    digits: int = 1
+
+
+@dataclass
+class Table:
+    id: str
+    title: str
+    description: str
+    columns: list[Column]
+    rows: list[dict[str, Cell]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def column(self, key: str) -> Column:
+        return next(c for c in self.columns if c.key == key)
+
+    def cell(self, row: int, key: str) -> Cell:
+        return self.rows[row].get(key)
+
+    def find(self, **labels: str) -> dict[str, Cell]:
+        """The first row whose text cells equal ``labels`` (tests and figures use it)."""
+        for row in self.rows:
+            if all(row.get(k) == v for k, v in labels.items()):
+                return row
+        raise KeyError(f"{self.id}: no row with {labels}")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    id: str
+    title: str
+    reason: str
+
+
+Result = Table | Skipped
+Outcome = Callable[[EpisodeRow], bool]
+
+
+def by_template(rows: Iterable[EpisodeRow], outcome: Outcome) -> dict[str, list[bool]]:
+    table: dict[str, list[bool]] = defaultdict(list)
+    for row in rows:
+        table[row.template].append(bool(outcome(row)))
+    return dict(table)
+
+
+def pooled_icc(rows: Sequence[EpisodeRow], outcome: Outcome) -> float:
+    """ρ by template estimated once over a table's episodes (paper §5: once per experiment).
+
+    A per-cell estimate is 0 in every cell without events, which would make exactly the sparse
+    cells look the most certain.
+    """
+    return icc_binary(by_template(rows, outcome))
+
+
+def rate(rows: Sequence[EpisodeRow], outcome: Outcome, icc: float) -> RateCell:
+    estimate = rate_with_interval(by_template(rows, outcome), icc=icc)
+    if estimate.n == 0:
+        return RateCell(k=0, n=0, rate=None, low=None, high=None, n_eff=0.0)
+    return RateCell(k=estimate.k, n=estimate.n, rate=estimate.rate, low=estimate.low,
+                    high=estimate.high, n_eff=estimate.n_eff)
+
+
+def mean(values: Iterable[float]) -> float | None:
+    data = list(values)
+    return sum(data) / len(data) if data else None
+
+
+def group(rows: Iterable[EpisodeRow], key: Callable[[EpisodeRow], K]
+          ) -> dict[K, list[EpisodeRow]]:
+    out: dict[K, list[EpisodeRow]] = defaultdict(list)
+    for row in rows:
+        out[key(row)].append(row)
+    return dict(out)
+
+
+ICC_NOTE = ("Rates with 95% Wilson intervals on the Kish effective sample size; ρ by template "
+            "is estimated once per outcome over the table's episodes.")
+
+
+@contextmanager
+def quiet_fit() -> Iterator[None]:
+    """Silence the numerical warnings of model fits (separation, boundary estimates).
+
+    A fit that cannot be trusted raises ``ValueError`` in :mod:`limbo_plugin.stats`, which the
+    table turns into a stated reason; the warnings statsmodels and numpy print on the way would
+    only be noise in ``limbo report``'s output.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module=r"statsmodels(\..*)?")
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+        yield
+

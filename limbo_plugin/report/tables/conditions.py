@@ -1,0 +1,92 @@
+"""Table 7: recovery conditions — EOS, duplicate rate, TS, tool calls, operator time, tokens.
+
+EOS, duplicate rate and TS are over fired faulted episodes; tool calls, operator minutes
+(escalations × 15 simulated minutes) and tokens are means per episode over every episode of the
+row, fault-free ones included, as costs are. Each condition (× contract variant, when several)
+has one row per agent and, with several agents, a pooled row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.tables.base import (
+    ICC_NOTE,
+    Column,
+    Result,
+    Skipped,
+    Table,
+    group,
+    mean,
+    pooled_icc,
+    rate,
+)
+
+ID = "table7_conditions"
+TITLE = "Table 7: recovery conditions"
+ORDER = ("vanilla", "aware", "reflect", "sdk_retry", "rules", "vbr", "wait", "guard",
+         "guard-no-key", "guard-no-consistency", "guard-no-block", "guard-no-annotate",
+         "state_oracle", "outcome_oracle")
+OPERATOR_MINUTES = 15.0
+ALL_AGENTS = "all agents"
+
+
+def condition_rank(condition: str) -> tuple[int, int, str]:
+    if condition.startswith("wait_") and condition[5:].isdigit():
+        return (ORDER.index("wait"), int(condition[5:]), condition)
+    return (ORDER.index(condition) if condition in ORDER else len(ORDER), 0, condition)
+
+
+def table7(rows: Sequence[EpisodeRow]) -> Result:
+    conditions = sorted({r.condition for r in rows}, key=condition_rank)
+    if len(conditions) < 2:
+        return Skipped(ID, TITLE, "needs episodes under at least two conditions (found only "
+                       f"{', '.join(conditions) or 'none'})")
+    faulted = [r for r in rows if r.faulted]
+    eos, dup, ts = (lambda r: r.eos), (lambda r: r.duplicated), (lambda r: r.ts)
+    icc = {name: pooled_icc(faulted, fn) for name, fn in
+           (("eos", eos), ("dup", dup), ("ts", ts))}
+    contracts = sorted({r.contract for r in rows}, key=lambda c: (c != "native", c))
+    agents = sorted({r.agent for r in rows})
+    columns = [Column("condition", "condition")]
+    if len(contracts) > 1:
+        columns.append(Column("contract", "contract"))
+    columns += [Column("agent", "agent"), Column("episodes", "episodes", "int"),
+                Column("eos", "EOS", "rate"), Column("duplicate_rate", "duplicate rate", "rate"),
+                Column("ts", "TS", "rate"), Column("tool_calls", "tool calls", "float"),
+                Column("operator_min", "operator min", "float"),
+                Column("tokens", "tokens", "float", digits=0)]
+    table = Table(ID, TITLE, "Per condition: exactly-once success, duplicate rate and task "
+                  "success over fired faulted episodes; mean tool calls, operator minutes "
+                  "(escalations × 15) and tokens per episode.", columns)
+    by_cell = group(rows, lambda r: (r.condition, r.contract))
+    for condition in conditions:
+        for contract in contracts:
+            members = by_cell.get((condition, contract), [])
+            if not members:
+                continue
+            present = [a for a in agents if any(r.agent == a for r in members)]
+            labels = [*present, ALL_AGENTS] if len(present) > 1 else present
+            for agent in labels:
+                mine = members if agent == ALL_AGENTS else [r for r in members
+                                                            if r.agent == agent]
+                if not mine:
+                    continue
+                hit = [r for r in mine if r.faulted]
+                tokens = [r.tokens for r in mine if r.tokens is not None]
+                cells: dict = {"condition": condition, "agent": agent, "episodes": len(mine),
+                               "eos": rate(hit, eos, icc["eos"]),
+                               "duplicate_rate": rate(hit, dup, icc["dup"]),
+                               "ts": rate(hit, ts, icc["ts"]),
+                               "tool_calls": mean(r.tool_calls for r in mine),
+                               "operator_min": mean(r.escalations * OPERATOR_MINUTES
+                                                    for r in mine),
+                               "tokens": mean(float(t) for t in tokens)}
+                if len(contracts) > 1:
+                    cells["contract"] = contract
+                table.rows.append(cells)
+    table.notes.append(ICC_NOTE + f" ρ: EOS {icc['eos']:.3f}, duplicates {icc['dup']:.3f}, "
+                       f"TS {icc['ts']:.3f}. Tokens are shown where the agent recorded usage "
+                       "(model agents), never as zero.")
+    return table

@@ -1,0 +1,62 @@
+"""Table 5: duplicate rate by the focal write's contract class × contract variant and condition.
+
+Over committed faults and redelivery (fired), agents pooled: the question is what the contract
+lets any agent do, and the same writes must line up across variants, so rows use the *native*
+class of the focal write (:func:`~limbo_plugin.report.facets.contract_class`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from limbo_plugin.report.facets import (
+    CONTRACT_CLASS_ORDER,
+    committed_or_redelivery,
+    contract_class,
+)
+from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.tables.base import (
+    ICC_NOTE,
+    Column,
+    Result,
+    Skipped,
+    Table,
+    pooled_icc,
+    rate,
+)
+
+ID = "table5_contracts"
+TITLE = "Table 5: duplicate rate by contract class and condition"
+ALL = "all classes"
+
+
+def _class_rank(name: str) -> tuple[int, str]:
+    order = CONTRACT_CLASS_ORDER
+    return (order.index(name) if name in order else len(order), name)
+
+
+def table5(rows: Sequence[EpisodeRow]) -> Result:
+    scope = [r for r in rows if committed_or_redelivery(r) and contract_class(r)]
+    if not scope:
+        return Skipped(ID, TITLE, "no fired committed-fault or redelivery episode with a "
+                       "focal write")
+    variants = sorted({(r.contract, r.condition) for r in scope})
+    classes = sorted({contract_class(r) or "" for r in scope}, key=_class_rank)
+    dup = lambda r: r.duplicated  # noqa: E731
+    icc = pooled_icc(scope, dup)
+    columns = [Column("contract_class", "contract class")]
+    columns += [Column(f"{c}|{k}", f"{c} / {k}", "rate") for c, k in variants]
+    table = Table(ID, TITLE, "Duplicate rate under committed faults and redelivery (fired), "
+                  "by the native contract class of the focal write (rows) and contract variant "
+                  "/ condition (columns); agents pooled.", columns)
+    for name in [*classes, ALL]:
+        members = scope if name == ALL else [r for r in scope if contract_class(r) == name]
+        cells: dict = {"contract_class": name}
+        for contract, condition in variants:
+            cells[f"{contract}|{condition}"] = rate(
+                [r for r in members if r.contract == contract and r.condition == condition],
+                dup, icc)
+        table.rows.append(cells)
+    agents = len({r.agent for r in scope})
+    table.notes.append(f"{agents} agent(s) pooled. " + ICC_NOTE + f" ρ = {icc:.3f}.")
+    return table

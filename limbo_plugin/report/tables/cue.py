@@ -1,0 +1,94 @@
+"""Table 10: the "exactly once" cue ablation on paired episodes (paper §6.6, E6).
+
+An episode with the ``no_cue`` instruction is paired with the ``default`` episode of the same world
+and the same configuration otherwise. For each agent (and all agents pooled) and fault group
+(resolvable faults, late commits, redelivery, and the other families present) the table gives
+both duplicate rates, the discordant counts and the exact McNemar p-value, Holm-corrected over
+every test in the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from limbo_plugin.report.facets import family_ranks
+from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.tables.base import (
+    ICC_NOTE,
+    Column,
+    Result,
+    Skipped,
+    Table,
+    pooled_icc,
+    rate,
+)
+from limbo_plugin.stats import holm, mcnemar_exact, paired_counts
+
+ID = "table10_cue"
+TITLE = "Table 10: cue ablation (default vs no_cue instruction)"
+ALL_AGENTS = "all agents"
+
+
+def fault_group(row: EpisodeRow) -> str:
+    return "resolvable" if row.fault_class == "resolvable" else row.family
+
+
+def pairs(rows: Sequence[EpisodeRow]) -> list[tuple[EpisodeRow, EpisodeRow]]:
+    """(default, no_cue) pairs of fired faulted episodes on the same world and configuration."""
+    def pair_key(r: EpisodeRow) -> tuple[str, ...]:
+        return (r.episode_id, r.agent, r.contract, r.docs, r.condition, r.operator)
+
+    cued = {pair_key(r): r for r in rows if r.instruction == "default" and r.faulted}
+    out = []
+    for row in rows:
+        if row.instruction == "no_cue" and row.faulted:
+            match = cued.get(pair_key(row))
+            if match is not None:
+                out.append((match, row))
+    return sorted(out, key=lambda p: (p[0].agent, p[0].episode_id, p[0].condition))
+
+
+def table10(rows: Sequence[EpisodeRow]) -> Result:
+    if not any(r.instruction == "no_cue" for r in rows):
+        return Skipped(ID, TITLE, "no episode with the no_cue instruction")
+    matched = pairs(rows)
+    if not matched:
+        return Skipped(ID, TITLE, "no no_cue episode has a default-instruction counterpart on "
+                       "the same world and configuration")
+    dup = lambda r: r.duplicated  # noqa: E731
+    icc = pooled_icc([r for p in matched for r in p], dup)
+    agents = sorted({a.agent for a, _ in matched})
+    ranks = family_ranks(rows)
+    groups = sorted({fault_group(a) for a, _ in matched},
+                    key=lambda name: (-1 if name == "resolvable" else ranks[name], name))
+    columns = [Column("agent", "agent"), Column("faults", "faults"),
+               Column("pairs", "pairs", "int"),
+               Column("dup_default", "dup default", "rate"),
+               Column("dup_no_cue", "dup no_cue", "rate"),
+               Column("only_default", "dup only with cue", "int"),
+               Column("only_no_cue", "dup only without cue", "int"),
+               Column("p", "McNemar p", "pvalue"), Column("p_holm", "Holm p", "pvalue")]
+    table = Table(ID, TITLE, "Paired episodes with and without the closing \"Make sure each "
+                  "action happens exactly once.\" sentence: duplicate rates, discordant pairs "
+                  "and exact McNemar tests (Holm-corrected over the table).", columns)
+    labels = [*agents, ALL_AGENTS] if len(agents) > 1 else agents
+    raw: list[float] = []
+    for agent in labels:
+        for name in groups:
+            chosen = [(a, b) for a, b in matched if fault_group(a) == name
+                      and (agent == ALL_AGENTS or a.agent == agent)]
+            if not chosen:
+                continue
+            _, b, c, _ = paired_counts((a.duplicated, z.duplicated) for a, z in chosen)
+            p = mcnemar_exact(b, c)
+            raw.append(p)
+            table.rows.append({
+                "agent": agent, "faults": name, "pairs": len(chosen),
+                "dup_default": rate([a for a, _ in chosen], dup, icc),
+                "dup_no_cue": rate([z for _, z in chosen], dup, icc),
+                "only_default": b, "only_no_cue": c, "p": p,
+            })
+    for row, adjusted in zip(table.rows, holm(raw), strict=True):
+        row["p_holm"] = adjusted
+    table.notes.append(ICC_NOTE + f" ρ = {icc:.3f}.")
+    return table

@@ -1,0 +1,121 @@
+"""Tables 8 and 9: production harnesses beside the minimal scaffold (paper §6.5, E3/E3k).
+
+Rows are harness × model (``harness:<name>:<model>`` agents; ``litellm:`` and ``scripted:``
+agents are the minimal scaffold, the reference). Table 8: natively (native contract), the
+vanilla duplicate rate by fault family and EOS without and with the guard. Table 9: the duplicate
+rate under committed faults and redelivery by contract variant and condition, and EOS with keys
+everywhere and the guard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from limbo_plugin.report.facets import (
+    committed_or_redelivery,
+    harness_of,
+    model_of,
+    ordered_families,
+)
+from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.tables.base import (
+    ICC_NOTE,
+    Column,
+    Result,
+    Skipped,
+    Table,
+    group,
+    pooled_icc,
+    rate,
+)
+
+ID8, TITLE8 = "table8_harnesses", "Table 8: production harnesses"
+ID9, TITLE9 = "table9_harness_contracts", "Table 9: harnesses by contract variant and condition"
+NO_HARNESS = "no harness:<name>:<model> agent in the records"
+
+
+def _harness_key(row: EpisodeRow) -> tuple[str, str]:
+    harness = harness_of(row.agent)
+    return (harness, model_of(row.agent))
+
+
+def _order(keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return sorted(keys, key=lambda k: (k[0] != "minimal", k[0], k[1]))
+
+
+def has_harness(rows: Sequence[EpisodeRow]) -> bool:
+    return any(harness_of(r.agent) != "minimal" for r in rows)
+
+
+def table8(rows: Sequence[EpisodeRow]) -> Result:
+    if not has_harness(rows):
+        return Skipped(ID8, TITLE8, NO_HARNESS)
+    native = [r for r in rows if r.contract == "native" and r.faulted]
+    vanilla = [r for r in native if r.condition == "vanilla"]
+    guard = [r for r in native if r.condition == "guard"]
+    if not vanilla:
+        return Skipped(ID8, TITLE8, "no fired faulted episode under the native contract and "
+                       "the vanilla condition")
+    dup, eos = (lambda r: r.duplicated), (lambda r: r.eos)
+    icc_dup, icc_eos = pooled_icc(native, dup), pooled_icc(native, eos)
+    families = ordered_families(vanilla)
+    columns = [Column("harness", "harness"), Column("model", "model")]
+    columns += [Column(f"dup_{f}", f"dup {f}", "rate") for f in families]
+    columns += [Column("dup_all", "dup (all faulted)", "rate"),
+                Column("eos_native", "EOS native", "rate"),
+                Column("eos_guard", "EOS guard", "rate")]
+    table = Table(ID8, TITLE8, "Native contract: vanilla duplicate rate by fault family, and "
+                  "exactly-once success over fired faulted episodes without and with the guard "
+                  "(deployed in the MCP server for harnesses).", columns)
+    by_key = group(native, _harness_key)
+    for key in _order(list(by_key)):
+        members = by_key[key]
+        plain = [r for r in members if r.condition == "vanilla"]
+        guarded = [r for r in members if r.condition == "guard"]
+        cells: dict = {"harness": key[0], "model": key[1]}
+        for family in families:
+            cells[f"dup_{family}"] = rate([r for r in plain if r.family == family], dup, icc_dup)
+        cells["dup_all"] = rate(plain, dup, icc_dup)
+        cells["eos_native"] = rate(plain, eos, icc_eos)
+        cells["eos_guard"] = rate(guarded, eos, icc_eos) if guard else None
+        table.rows.append(cells)
+    if not guard:
+        table.notes.append("No guard episodes: the EOS guard column is empty.")
+    table.notes.append(ICC_NOTE + f" ρ: duplicates {icc_dup:.3f}, EOS {icc_eos:.3f}.")
+    return table
+
+
+def table9(rows: Sequence[EpisodeRow]) -> Result:
+    if not has_harness(rows):
+        return Skipped(ID9, TITLE9, NO_HARNESS)
+    scope = [r for r in rows if committed_or_redelivery(r)]
+    variants = sorted({(r.contract, r.condition) for r in scope},
+                      key=lambda v: (v[0] != "native", v[0], v[1] != "vanilla", v[1]))
+    if len(variants) < 2:
+        return Skipped(ID9, TITLE9, "needs harness episodes under at least two contract "
+                       "variant / condition pairs (found "
+                       f"{', '.join('/'.join(v) for v in variants) or 'none'})")
+    dup, eos = (lambda r: r.duplicated), (lambda r: r.eos)
+    keys_guard = [r for r in rows if r.faulted and r.contract == "keys_everywhere"
+                  and r.condition == "guard"]
+    icc_dup = pooled_icc(scope, dup)
+    icc_eos = pooled_icc(keys_guard, eos)
+    columns = [Column("harness", "harness"), Column("model", "model")]
+    columns += [Column(f"{c}|{k}", f"{c} / {k}", "rate") for c, k in variants]
+    columns.append(Column("eos_keys_guard", "EOS keys_everywhere / guard", "rate"))
+    table = Table(ID9, TITLE9, "Duplicate rate under committed faults and redelivery (fired) "
+                  "by contract variant / condition; the last column is exactly-once success "
+                  "over fired faulted episodes with keys everywhere and the guard.", columns)
+    by_key = group(scope, _harness_key)
+    keyed = group(keys_guard, _harness_key)
+    for key in _order(list(by_key)):
+        members = by_key[key]
+        cells: dict = {"harness": key[0], "model": key[1]}
+        for contract, condition in variants:
+            cells[f"{contract}|{condition}"] = rate(
+                [r for r in members if r.contract == contract and r.condition == condition],
+                dup, icc_dup)
+        cells["eos_keys_guard"] = rate(keyed.get(key, []), eos, icc_eos)
+        table.rows.append(cells)
+    table.notes.append(ICC_NOTE + f" ρ: duplicates {icc_dup:.3f}, EOS {icc_eos:.3f}.")
+    return table

@@ -1,0 +1,474 @@
+/* Limbo episode explorer: filter the episode index, open an episode, see why it duplicated.
+ *
+ * Data: window.LIMBO_INDEX (data/index.js) holds one compact row per episode; full records live
+ * in data/episodes-NNNN.js chunks, loaded with a <script> tag when needed (fetch() is refused on
+ * file:// URLs). Everything the records contain is inserted as text, never as HTML.
+ */
+(function () {
+  'use strict';
+  var INDEX = window.LIMBO_INDEX;
+  var FIELDS = INDEX.fields;
+  var COL = {};
+  FIELDS.forEach(function (name, i) { COL[name] = i; });
+  var FILTERS = ['agent', 'family', 'template', 'outcome', 'fault_mode', 'condition',
+                 'contract', 'behaviour'];
+  var PAGE = 100;
+  var chunks = {};
+  var waiting = {};
+  var state = { filters: {}, q: '', page: 0, episode: null };
+  var matches = [];
+
+  function value(row, name) {
+    var v = row[COL[name]];
+    var values = INDEX.values[name];
+    return values ? values[v] : v;
+  }
+
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        if (k === 'text') { node.textContent = attrs[k]; } else { node.setAttribute(k, attrs[k]); }
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) {
+      var child = arguments[i];
+      if (child === null || child === undefined) { continue; }
+      node.appendChild(typeof child === 'string' ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  function stable(v) {
+    if (Array.isArray(v)) { return '[' + v.map(stable).join(',') + ']'; }
+    if (v && typeof v === 'object') {
+      return '{' + Object.keys(v).sort().map(function (k) {
+        return JSON.stringify(k) + ':' + stable(v[k]);
+      }).join(',') + '}';
+    }
+    return JSON.stringify(v);
+  }
+
+  function short(v, limit) {
+    var text = typeof v === 'string' ? v : JSON.stringify(v);
+    limit = limit || 160;
+    return text.length > limit ? text.slice(0, limit - 1) + '…' : text;
+  }
+
+  function secs(t) { return 't=' + (Math.round(t * 10) / 10) + ' s'; }
+
+  /* -- filters and list ------------------------------------------------------------------- */
+  function setupFilters() {
+    var form = document.getElementById('filters');
+    FILTERS.forEach(function (name) {
+      var select = form.elements[name];
+      var counts = {};
+      INDEX.rows.forEach(function (row) {
+        var v = value(row, name);
+        counts[v] = (counts[v] || 0) + 1;
+      });
+      select.appendChild(el('option', { value: '', text: '(all)' }));
+      Object.keys(counts).sort().forEach(function (v) {
+        select.appendChild(el('option', { value: v, text: v + ' (' + counts[v] + ')' }));
+      });
+      select.addEventListener('change', function () {
+        state.filters[name] = select.value;
+        state.page = 0;
+        writeHash();
+        refresh();
+      });
+    });
+    form.elements.q.addEventListener('input', function () {
+      state.q = form.elements.q.value;
+      state.page = 0;
+      refresh();
+    });
+    form.addEventListener('submit', function (e) { e.preventDefault(); });
+    document.getElementById('prev').addEventListener('click', function () {
+      if (state.page > 0) { state.page -= 1; renderList(); }
+    });
+    document.getElementById('next').addEventListener('click', function () {
+      if ((state.page + 1) * PAGE < matches.length) { state.page += 1; renderList(); }
+    });
+  }
+
+  function refresh() {
+    var wanted = [];
+    FILTERS.forEach(function (name) {
+      var v = state.filters[name];
+      if (v) {
+        var index = INDEX.values[name] ? INDEX.values[name].indexOf(v) : v;
+        wanted.push([COL[name], index]);
+      }
+    });
+    var q = state.q.toLowerCase();
+    matches = INDEX.rows.filter(function (row) {
+      for (var i = 0; i < wanted.length; i++) {
+        if (row[wanted[i][0]] !== wanted[i][1]) { return false; }
+      }
+      return !q || row[COL.episode_id].toLowerCase().indexOf(q) >= 0;
+    });
+    renderList();
+  }
+
+  function renderList() {
+    var body = document.querySelector('#episodes tbody');
+    body.textContent = '';
+    var start = state.page * PAGE;
+    matches.slice(start, start + PAGE).forEach(function (row) {
+      var uid = row[COL.uid];
+      var outcome = value(row, 'outcome');
+      var config = [value(row, 'agent'), value(row, 'contract'), value(row, 'condition')];
+      var tr = el('tr', { 'data-uid': uid, 'data-outcome': outcome },
+        el('td', { 'class': 'episode' }, el('div', { text: row[COL.episode_id] }),
+          el('div', { 'class': 'sub', text: config.join(' · ') })),
+        el('td', null, el('span', { 'class': 'badge ' + outcome, text: outcome })),
+        el('td', { 'class': 'num', text: String(row[COL.duplicates]) }));
+      if (uid === state.episode) { tr.className = 'selected'; }
+      tr.addEventListener('click', function () { openEpisode(uid, true); });
+      body.appendChild(tr);
+    });
+    document.getElementById('count').textContent =
+      matches.length + ' of ' + INDEX.rows.length + ' episodes';
+    var pages = Math.max(1, Math.ceil(matches.length / PAGE));
+    document.getElementById('page').textContent = 'page ' + (state.page + 1) + ' of ' + pages;
+  }
+
+  /* -- URL hash: #episode=<uid>&agent=…&family=… ------------------------------------------- */
+  function readHash() {
+    var params = new URLSearchParams(window.location.hash.replace(/^#/, ''));
+    var form = document.getElementById('filters');
+    FILTERS.forEach(function (name) {
+      state.filters[name] = params.get(name) || '';
+      form.elements[name].value = state.filters[name];
+    });
+    state.episode = params.get('episode');
+  }
+
+  function writeHash() {
+    var params = new URLSearchParams();
+    FILTERS.forEach(function (name) {
+      if (state.filters[name]) { params.set(name, state.filters[name]); }
+    });
+    if (state.episode) { params.set('episode', state.episode); }
+    var hash = params.toString();
+    history.replaceState(null, '', hash ? '#' + hash : window.location.pathname);
+  }
+
+  /* -- loading a record ---------------------------------------------------------------------- */
+  window.limboChunk = function (number, records) {
+    chunks[number] = records;
+    (waiting[number] || []).forEach(function (fn) { fn(records); });
+    delete waiting[number];
+  };
+
+  function loadChunk(number, done) {
+    if (chunks[number]) { done(chunks[number]); return; }
+    if (waiting[number]) { waiting[number].push(done); return; }
+    waiting[number] = [done];
+    var script = document.createElement('script');
+    script.src = 'data/episodes-' + String(number).padStart(4, '0') + '.js';
+    script.onerror = function () {
+      showError('Could not load ' + script.src + ': the data folder must stay beside index.html.');
+    };
+    document.body.appendChild(script);
+  }
+
+  function openEpisode(uid, remember) {
+    var row = INDEX.rows.find(function (r) { return r[COL.uid] === uid; });
+    if (!row) { showError('No episode ' + uid + ' in this report.'); return; }
+    state.episode = uid;
+    if (remember) { writeHash(); }
+    Array.prototype.forEach.call(document.querySelectorAll('#episodes tbody tr'), function (tr) {
+      tr.className = tr.getAttribute('data-uid') === uid ? 'selected' : '';
+    });
+    loadChunk(row[COL.chunk], function (records) {
+      renderDetail(uid, records[uid]);
+      if (!remember) { document.getElementById('explorer').scrollIntoView(); }
+    });
+  }
+
+  function showError(message) {
+    var detail = document.getElementById('detail');
+    detail.textContent = '';
+    detail.appendChild(el('p', { 'class': 'empty', text: message }));
+  }
+
+  /* -- why it duplicated ------------------------------------------------------------------- */
+  function attribute(record) {
+    // Commits of the same tool and intent are executions of one operation: the first is the
+    // original, every later create is a duplicate of it. Each commit is tied to the call it came
+    // from: the agent's or harness's call covering its time, the timed-out call for a late
+    // commit, the delivered call for a redelivery.
+    var trace = record.trace || [];
+    var groups = {};
+    var info = {};
+    (record.ledger || []).forEach(function (effect) {
+      var key = effect.tool + ' ' + stable(effect.intent);
+      var first = groups[key];
+      var entry = { effect: effect, call: callFor(record, trace, effect), duplicateOf: null };
+      if (first === undefined) {
+        groups[key] = effect.seq;
+      } else if (effect.kind !== 'update') {
+        entry.duplicateOf = first;
+      }
+      info[effect.seq] = entry;
+    });
+    return info;
+  }
+
+  function callFor(record, trace, effect) {
+    var same = trace.filter(function (c) { return c.tool === effect.tool; });
+    if (effect.origin === 'late') {
+      var fired = record.fault && record.fault.t_fired;
+      return same.find(function (c) { return c.t_start === fired && c.is_error; }) ||
+        last(same.filter(function (c) { return c.is_error && c.t_start <= effect.t; }));
+    }
+    if (effect.origin === 'redelivery') {
+      return last(same.filter(function (c) { return c.t_start <= effect.t; }));
+    }
+    var origin = effect.origin === 'harness' ? 'harness' : 'agent';
+    return last(same.filter(function (c) {
+      return c.origin === origin && c.t_start <= effect.t && effect.t <= c.t_end;
+    })) || last(same.filter(function (c) { return c.t_start <= effect.t; }));
+  }
+
+  function last(list) { return list.length ? list[list.length - 1] : undefined; }
+
+  function describeCommit(entry) {
+    var e = entry.effect;
+    var call = entry.call ? 'call ' + entry.call.index : 'a call';
+    if (e.origin === 'late') {
+      return 'the in-flight request of ' + call + ' (timed out at ' +
+        (entry.call ? secs(entry.call.t_start) : '?') + ') committed late, at ' + secs(e.t);
+    }
+    if (e.origin === 'redelivery') {
+      return 'the transport delivered ' + call + ' a second time, at ' + secs(e.t);
+    }
+    if (e.origin === 'batch_resume') { return 'the interrupted batch resumed at ' + secs(e.t); }
+    if (e.origin === 'harness') { return call + ' by the harness committed at ' + secs(e.t); }
+    return call + ' by the agent committed at ' + secs(e.t);
+  }
+
+  function explain(record, info) {
+    var lines = [];
+    (record.effects || []).forEach(function (fx) {
+      if (fx.committed > fx.required) {
+        lines.push('Required effect "' + fx.id + '" was committed ' + fx.committed +
+          '× (required ' + fx.required + ', still standing ' + fx.standing + ').');
+      } else if (fx.standing < fx.required) {
+        lines.push('Required effect "' + fx.id + '" is missing: ' + fx.standing + ' of ' +
+          fx.required + ' standing.');
+      }
+    });
+    Object.keys(info).forEach(function (seq) {
+      var entry = info[seq];
+      if (entry.duplicateOf === null) { return; }
+      var original = info[entry.duplicateOf];
+      lines.push('Commit #' + seq + ' (' + entry.effect.tool + ') duplicates commit #' +
+        entry.duplicateOf + ': ' + describeCommit(original) + '; then ' +
+        describeCommit(entry) + '.' + between(record, original, entry) +
+        (entry.effect.undone_at != null ? ' It was undone at ' + secs(entry.effect.undone_at) +
+          ', but a compensated duplicate still counts.' : ''));
+    });
+    if (record.overclaim) {
+      lines.push('The agent finished "' + record.final_status + '" anyway' +
+        ((record.uncertain_operations || []).length ? '.' :
+          ', listing no operation as uncertain.'));
+    }
+    return lines;
+  }
+
+  function between(record, original, entry) {
+    // What the agent did between the first execution and the duplicate: typically a wait and a
+    // read-back that could not see an in-flight or lagging effect.
+    var from = original.effect.origin === 'late' && original.call ? original.call.t_end
+      : original.effect.t;
+    var to = entry.call ? entry.call.t_start : entry.effect.t;
+    var calls = (record.trace || []).filter(function (c) {
+      return c.origin === 'agent' && c.t_start >= from && c.t_start < to &&
+        (!entry.call || c.index !== entry.call.index);
+    }).map(function (c) { return c.tool + ' (call ' + c.index + ', ' + secs(c.t_start) + ')'; });
+    return calls.length ? ' In between, the agent called ' + calls.join(', ') + '.' : '';
+  }
+
+  /* -- the detail view ------------------------------------------------------------------------- */
+  function badge(text, cls) { return el('span', { 'class': 'badge ' + (cls || ''), text: text }); }
+
+  function yesNo(name, flag, good) {
+    return badge(name + ' ' + (flag ? 'yes' : 'no'), flag === good ? 'yes' : 'no');
+  }
+
+  function renderDetail(uid, record) {
+    var detail = document.getElementById('detail');
+    detail.textContent = '';
+    if (!record) { showError('Episode ' + uid + ' is missing from its data chunk.'); return; }
+    var row = INDEX.rows.find(function (r) { return r[COL.uid] === uid; });
+    var outcome = value(row, 'outcome');
+    var info = attribute(record);
+    detail.setAttribute('data-episode', uid);
+    detail.appendChild(el('h3', { text: record.episode_id }));
+    detail.appendChild(el('p', { 'class': 'config', text: 'agent ' + record.agent +
+      ' · contract ' + record.contract + ' · condition ' + record.condition + ' · docs ' +
+      record.docs + ' · instruction ' + record.instruction + ' · operator ' + record.operator }));
+    detail.appendChild(el('p', { 'class': 'fault', text: 'Fault ' + record.fault_mode + ' (' +
+      record.family + ') on ' + (record.focal_tool || 'nothing') + (record.fired ? ', fired at ' +
+      secs(record.fault.t_fired) : ', never fired') + (record.fault.delay_s ? '; in-flight delay ' +
+      record.fault.delay_s + ' s' : '') }));
+    detail.appendChild(el('p', { 'class': 'grade' },
+      badge(outcome, outcome), yesNo('TS', record.ts, true), yesNo('EOS', record.eos, true),
+      badge('duplicates ' + record.duplicates, record.duplicates ? 'duplicate' : 'yes'),
+      yesNo('overclaim', record.overclaim, false),
+      badge('behaviour ' + (record.behaviour || 'n/a')),
+      badge('final ' + (record.final_status || 'none')),
+      badge(record.tool_calls + ' calls, ' + Math.round(record.sim_seconds) + ' sim. s')));
+
+    var lines = explain(record, info);
+    if (lines.length) {
+      var list = el('ul');
+      lines.forEach(function (line) { list.appendChild(el('li', { text: line })); });
+      detail.appendChild(el('div', { 'class': 'why', id: 'why' },
+        el('h4', { text: record.duplicates ? 'Why it duplicated' : 'What went wrong' }), list));
+    }
+    var columns = el('div', { 'class': 'columns' });
+    columns.appendChild(el('div', null, el('h4', { text: 'Timeline' }), timeline(record, info)));
+    columns.appendChild(el('div', null, el('h4', { text: 'Ledger' }), ledger(record, info),
+      el('h4', { text: 'Required effects' }), effects(record), finalReport(record)));
+    detail.appendChild(columns);
+  }
+
+  function timeline(record, info) {
+    var list = el('ol', { 'class': 'timeline', id: 'timeline' });
+    var items = [];
+    var byCall = {};
+    Object.keys(info).forEach(function (seq) {
+      var entry = info[seq];
+      if (entry.call && (entry.effect.origin === 'agent' || entry.effect.origin === 'harness')) {
+        (byCall[entry.call.index] = byCall[entry.call.index] || []).push(entry);
+      } else {
+        items.push({ t: entry.effect.t, order: 1, event: entry });
+      }
+    });
+    (record.trace || []).forEach(function (call) {
+      items.push({ t: call.t_start, order: 0, call: call });
+    });
+    items.sort(function (a, b) { return a.t - b.t || a.order - b.order; });
+    var focalDone = false;
+    items.forEach(function (item) {
+      if (item.call) {
+        var c = item.call;
+        var focal = !focalDone && record.fired && c.tool === record.focal_tool &&
+          c.t_start === record.fault.t_fired;
+        if (focal) { focalDone = true; }
+        var cls = (c.is_error ? 'error ' : '') + (c.origin === 'harness' ? 'harness ' : '') +
+          (focal ? 'focal' : '');
+        var li = el('li', { 'class': cls, 'data-call': String(c.index) },
+          el('span', { 'class': 't', text: 'call ' + c.index + ' · ' + secs(c.t_start) + '–' +
+            (Math.round(c.t_end * 10) / 10) }),
+          el('span', { 'class': 'tool', text: c.tool }),
+          c.origin === 'harness' ? badge('harness', 'harness') : null,
+          focal ? badge('fault: ' + record.fault_mode, 'duplicate') : null,
+          el('pre', { 'class': 'json', text: 'args ' + short(c.arguments, 400) }),
+          el('pre', { 'class': 'json' + (c.is_error ? ' error' : ''),
+            text: (c.is_error ? 'error ' : '→ ') + short(c.response, 400) }));
+        (byCall[c.index] || []).forEach(function (entry) {
+          li.appendChild(commitLine(entry));
+        });
+        list.appendChild(li);
+      } else {
+        var e = item.event.effect;
+        list.appendChild(el('li', { 'class': 'event', 'data-origin': e.origin },
+          el('span', { 'class': 't', text: secs(e.t) }),
+          badge(e.origin, e.origin),
+          el('span', { 'class': 'tool', text: e.tool }),
+          el('div', { 'class': 'commit' + (item.event.duplicateOf ? ' dup' : ''),
+            text: describeCommit(item.event) + ' → ' + (e.record_ids || []).join(', ') +
+              (item.event.duplicateOf ? ' — DUPLICATE of commit #' + item.event.duplicateOf : '') })));
+      }
+    });
+    return list;
+  }
+
+  function commitLine(entry) {
+    var e = entry.effect;
+    return el('div', { 'class': 'commit' + (entry.duplicateOf ? ' dup' : '') },
+      'committed #' + e.seq + ' → ' + (e.record_ids || []).join(', ') +
+      (entry.duplicateOf ? ' — DUPLICATE of commit #' + entry.duplicateOf : '') +
+      (e.undone_at != null ? ' (undone at ' + secs(e.undone_at) + ')' : ''));
+  }
+
+  function ledger(record, info) {
+    var body = el('tbody');
+    (record.ledger || []).forEach(function (e) {
+      var entry = info[e.seq];
+      var status = entry.duplicateOf ? 'duplicate of #' + entry.duplicateOf : 'first';
+      if (e.undone_at != null) { status += ', undone at ' + secs(e.undone_at); }
+      var cls = (entry.duplicateOf ? 'dup ' : '') + (e.undone_at != null ? 'undone' : '');
+      body.appendChild(el('tr', { 'class': cls, 'data-seq': String(e.seq),
+                                  title: 'intent ' + short(e.intent, 400) },
+        el('td', { 'class': 'seq', text: '#' + e.seq }),
+        el('td', { 'class': 'seq', text: String(Math.round(e.t * 10) / 10) }),
+        el('td', { 'class': 'tool', text: e.tool }),
+        el('td', null, el('div', { text: (e.record_ids || []).join(', ') }),
+          e.key ? el('div', { 'class': 'sub', text: 'key ' + e.key }) : null),
+        el('td', null, badge(e.origin, e.origin)),
+        el('td', { 'class': 'status', text: status })));
+    });
+    if (!(record.ledger || []).length) {
+      body.appendChild(el('tr', null, el('td', { colspan: '6', text: 'No effect committed.' })));
+    }
+    return el('table', { 'class': 'ledger', id: 'ledger' },
+      el('thead', null, el('tr', null, el('th', { text: 'seq' }), el('th', { text: 't (s)' }),
+        el('th', { text: 'tool' }), el('th', { text: 'records' }), el('th', { text: 'origin' }),
+        el('th', { text: 'status' }))),
+      body);
+  }
+
+  function effects(record) {
+    var body = el('tbody');
+    (record.effects || []).forEach(function (fx) {
+      body.appendChild(el('tr', { 'class': fx.committed > fx.required ? 'dup' : '' },
+        el('td', { text: fx.id }), el('td', { text: String(fx.required) }),
+        el('td', { text: String(fx.committed) }), el('td', { text: String(fx.standing) })));
+    });
+    return el('table', { 'class': 'ledger' },
+      el('thead', null, el('tr', null, el('th', { text: 'effect' }), el('th', { text: 'required' }),
+        el('th', { text: 'committed' }), el('th', { text: 'standing' }))), body);
+  }
+
+  function finalReport(record) {
+    var uncertain = record.uncertain_operations || [];
+    return el('div', { 'class': 'final' }, el('h4', { text: 'Final report' }),
+      el('p', { text: 'status: ' + (record.final_status || 'none (never called finish)') }),
+      el('p', { text: 'summary: ' + (record.summary || '') }),
+      el('p', { text: 'uncertain operations: ' + (uncertain.length ? uncertain.join('; ') : 'none listed') }));
+  }
+
+  /* -- start --------------------------------------------------------------------------------- */
+  function start() {
+    setupFilters();
+    readHash();
+    refresh();
+    if (state.episode) { openEpisode(state.episode, false); }
+    document.addEventListener('keydown', function (event) {
+      // j / k (or the arrow keys) step through the filtered episodes, as in a mail reader.
+      var target = event.target && event.target.tagName;
+      if (target === 'INPUT' || target === 'SELECT') { return; }
+      var step = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[event.key];
+      if (!step || !matches.length) { return; }
+      event.preventDefault();
+      var at = matches.findIndex(function (r) { return r[COL.uid] === state.episode; });
+      var next = Math.max(0, Math.min(matches.length - 1, at < 0 ? 0 : at + step));
+      state.page = Math.floor(next / PAGE);
+      renderList();
+      openEpisode(matches[next][COL.uid], true);
+    });
+    window.addEventListener('hashchange', function () {
+      readHash();
+      refresh();
+      if (state.episode) { openEpisode(state.episode, false); }
+    });
+  }
+
+  start();
+}());

@@ -1,0 +1,87 @@
+"""Synthetic episode records with known outcomes, for the report's tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from limbo_plugin.records import EffectCount, EpisodeRecord, TraceEntry
+from limbo_plugin.report.load import LoadedRecords, SpecFacts, load_records
+from limbo_plugin.spec.registry import SpecRegistry
+
+FACTS = SpecFacts.of(SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs"))
+"""The project's specs as the tables see them (loaded once: tables are built outside fixtures)."""
+
+MODE_FAMILY = {
+    "timeout_pre": "not_executed", "http500_pre": "not_executed", "timeout_post": "lost_ack",
+    "http500_post": "misleading_500", "partial_batch": "partial_batch",
+    "timeout_late": "late_commit", "timeout_late_tail": "late_commit",
+    "redelivery": "redelivery", "http503": "explicit", "none": "none",
+}
+FAULT_CLASS = {"lost_ack": "resolvable", "misleading_500": "resolvable",
+               "partial_batch": "resolvable", "late_commit": "unresolvable",
+               "redelivery": "unresolvable"}
+
+
+def record(*, template: str = "tpl_a", instance: int = 0, focal_write: str = "w1",
+           fault_mode: str = "timeout_post", agent: str = "scripted:alpha",
+           duplicated: bool = False, eos: bool | None = None, ts: bool = True,
+           overclaim: bool = False, fired: bool = True, focal_tool: str = "tickets_create",
+           **fields: Any) -> EpisodeRecord:
+    """One record; EOS defaults to 'task done and no duplicate'."""
+    family = MODE_FAMILY[fault_mode]
+    focal = "baseline" if fault_mode == "none" else focal_write
+    values: dict[str, Any] = {
+        "ts": ts, "eos": (ts and not duplicated) if eos is None else eos,
+        "duplicates": int(duplicated), "residual_duplicates": int(duplicated),
+        "collateral": 0, "unrequested": 0, "overclaim": overclaim,
+        "effects": [EffectCount(id="e", required=1, committed=1 + int(duplicated),
+                                standing=1 + int(duplicated))],
+        "episode_id": f"{template}-i{instance}-{focal}-{fault_mode}", "template": template,
+        "instance": instance, "focal_write": focal, "fault_mode": fault_mode,
+        "family": family, "fault_class": FAULT_CLASS.get(family), "contract": "native",
+        "docs": "default", "instruction": "default", "condition": "vanilla",
+        "operator": "truthful", "agent": agent, "world_seed": 1, "base_seed": 2,
+        "focal_tool": None if fault_mode == "none" else focal_tool,
+        "focal_idempotency": "non_idempotent", "focal_verification": "strong",
+        "focal_accepts_key": False, "focal_irreversible": False,
+        "fired": fired if fault_mode != "none" else False,
+        "fault": {"mode": fault_mode, "t_fired": 0.0} if fired else {"mode": fault_mode},
+        "final_status": "completed", "tool_calls": 5, "sim_seconds": 60.0,
+    }
+    values.update(fields)
+    return EpisodeRecord(**values)
+
+
+def cell(n: int, k: int, *, templates: Iterable[str] = ("tpl_a", "tpl_b"),
+         first_instance: int = 0, **fields: Any) -> list[EpisodeRecord]:
+    """``n`` episodes (spread over ``templates``) of which the first ``k`` duplicated."""
+    names = list(templates)
+    out = []
+    for i in range(n):
+        out.append(record(template=names[i % len(names)],
+                          instance=first_instance + i // len(names), duplicated=i < k,
+                          **fields))
+    return out
+
+
+def trace(*calls: tuple[str, float, float, bool, str]) -> list[TraceEntry]:
+    """``(tool, t_start, t_end, is_error, origin)`` tuples as trace entries."""
+    return [TraceEntry(index=i + 1, t_start=a, t_end=b, origin=origin, tool=tool,
+                       arguments={}, response={"error": {"type": "timeout"}} if err else {},
+                       is_error=err)
+            for i, (tool, a, b, err, origin) in enumerate(calls)]
+
+
+def write(path: Path, records: Iterable[EpisodeRecord]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for r in records:
+            handle.write(r.model_dump_json() + "\n")
+    return path
+
+
+def load(paths: Iterable[str | Path]) -> LoadedRecords:
+    """Load record files as ``limbo report`` does, with the project's specs."""
+    return load_records(list(paths), FACTS)

@@ -1,0 +1,372 @@
+"""Every table from synthetic records with known rates: counts, rates and intervals checked."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from reportkit import cell, load, record, write
+
+from limbo_plugin.records import EpisodeRecord
+from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.render import to_csv, to_json, to_markdown
+from limbo_plugin.report.tables import build_tables
+from limbo_plugin.report.tables.agents import table3
+from limbo_plugin.report.tables.base import RateCell, Skipped, Table
+from limbo_plugin.report.tables.behaviour import table_behaviour
+from limbo_plugin.report.tables.conditions import table7
+from limbo_plugin.report.tables.contracts import table5
+from limbo_plugin.report.tables.cue import table10
+from limbo_plugin.report.tables.harnesses import table8, table9
+from limbo_plugin.report.tables.overclaim import table_overclaim
+from limbo_plugin.report.tables.stakes import table_stakes
+from limbo_plugin.report.tables.waiting import table6
+from limbo_plugin.stats import icc_binary, rate_with_interval, tost_independent
+
+
+def rows_of(tmp_path: Path, records: Sequence[EpisodeRecord]) -> list[EpisodeRow]:
+    return load([write(tmp_path / "records.jsonl", records)]).rows
+
+
+def clusters(records: Sequence[EpisodeRecord], test: Callable[[EpisodeRecord], bool]
+             ) -> dict[str, list[bool]]:
+    out: dict[str, list[bool]] = defaultdict(list)
+    for r in records:
+        out[r.template].append(test(r))
+    return dict(out)
+
+
+def check(got: object, k: int, n: int, cell_records: Sequence[EpisodeRecord],
+          scope: Sequence[EpisodeRecord], test: Callable[[EpisodeRecord], bool]) -> None:
+    """A rate cell is k/n with the Wilson-on-Kish interval at the table's pooled ρ."""
+    assert isinstance(got, RateCell)
+    assert (got.k, got.n) == (k, n)
+    assert got.rate == pytest.approx(k / n)
+    icc = icc_binary(clusters(scope, test))
+    expected = rate_with_interval(clusters(cell_records, test), icc=icc)
+    assert (got.low, got.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
+    assert got.low <= got.rate <= got.high
+
+
+def dup(r: EpisodeRecord) -> bool:
+    return r.duplicates > 0
+
+
+# -- Table 3 -------------------------------------------------------------------------------------
+def test_table3_agents_side_by_side_with_known_rates(tmp_path: Path) -> None:
+    alpha_lost = cell(10, 3, fault_mode="timeout_post", agent="scripted:alpha",
+                      templates=("t1", "t2", "t3"))
+    alpha_late = cell(8, 6, fault_mode="timeout_late", agent="scripted:alpha",
+                      overclaim=True, templates=("t1", "t2"))
+    alpha_pre = cell(4, 0, fault_mode="timeout_pre", agent="scripted:alpha", ts=False,
+                     templates=("t1", "t2"))
+    alpha_pre[0] = alpha_pre[0].model_copy(update={"ts": True, "eos": True})
+    alpha_none = cell(2, 0, fault_mode="none", agent="scripted:alpha")
+    beta_lost = cell(6, 0, fault_mode="timeout_post", agent="scripted:beta",
+                     templates=("t1", "t2", "t3"))
+    beta_late = cell(4, 4, fault_mode="timeout_late", agent="scripted:beta", overclaim=True)
+    unfired = [record(template="t9", fault_mode="timeout_late", agent="scripted:beta",
+                      fired=False, duplicated=True)]
+    everything = [*alpha_lost, *alpha_late, *alpha_pre, *alpha_none, *beta_lost, *beta_late,
+                  *unfired]
+    table = table3(rows_of(tmp_path, everything))
+    assert isinstance(table, Table)
+    assert [r["agent"] for r in table.rows] == ["scripted:alpha", "scripted:beta"]
+    keys = [c.key for c in table.columns]
+    assert keys[:2] == ["agent", "faulted"]
+    assert keys[2:] == ["dup_not_executed", "dup_lost_ack", "dup_late_commit", "dup_none",
+                        "ts_not_executed", "eos", "overclaim"]
+    counted = [r for r in everything if r.fired or r.family == "none"]
+    alpha, beta = table.rows
+    assert alpha["faulted"] == 22 and beta["faulted"] == 10  # the unfired episode is not counted
+    check(alpha["dup_lost_ack"], 3, 10, alpha_lost, counted, dup)
+    check(alpha["dup_late_commit"], 6, 8, alpha_late, counted, dup)
+    check(alpha["dup_none"], 0, 2, alpha_none, counted, dup)
+    check(beta["dup_lost_ack"], 0, 6, beta_lost, counted, dup)
+    check(beta["dup_late_commit"], 4, 4, beta_late, counted, dup)
+    pre = [r for r in everything if r.fault_mode.endswith("_pre")]
+    check(alpha["ts_not_executed"], 1, 4, alpha_pre, pre, lambda r: r.ts)
+    faulted = [r for r in everything if r.fired and r.family != "none"]
+    alpha_faulted = [*alpha_lost, *alpha_late, *alpha_pre]
+    check(alpha["eos"], 10, 22, alpha_faulted, faulted, lambda r: r.eos)
+    check(alpha["overclaim"], 8, 22, alpha_faulted, faulted, lambda r: r.overclaim)
+    check(beta["overclaim"], 4, 10, [*beta_lost, *beta_late], faulted, lambda r: r.overclaim)
+    # beta never met a _pre world: an empty cell, never a zero.
+    assert isinstance(beta["ts_not_executed"], RateCell) and beta["ts_not_executed"].n == 0
+    assert beta["dup_not_executed"].n == 0  # type: ignore[union-attr]
+    markdown = to_markdown(table)
+    assert "| scripted:beta | 10 | — | 0.0% [" in markdown
+    assert "30.0% [" in markdown and "(3/10)" in markdown
+
+
+def test_table3_labels_every_varying_configuration_field(tmp_path: Path) -> None:
+    records = [*cell(4, 1, contract="native"), *cell(4, 2, contract="keys_everywhere")]
+    table = table3(rows_of(tmp_path, records))
+    assert isinstance(table, Table)
+    assert [c.key for c in table.columns][:2] == ["agent", "contract"]
+    assert [(r["contract"], r["dup_lost_ack"].k) for r in table.rows] == [  # type: ignore[union-attr]
+        ("keys_everywhere", 2), ("native", 1)]
+
+
+def test_table3_skipped_without_faulted_episodes(tmp_path: Path) -> None:
+    result = table3(rows_of(tmp_path, cell(3, 0, fault_mode="none")))
+    assert isinstance(result, Skipped) and result.reason == "no episode with a fired fault"
+
+
+# -- Table 5 -------------------------------------------------------------------------------------
+def test_table5_contract_class_by_variant_and_condition(tmp_path: Path) -> None:
+    strong_native = cell(6, 3, fault_mode="timeout_post", focal_tool="tickets_create")
+    strong_keys = cell(6, 1, fault_mode="timeout_post", focal_tool="tickets_create",
+                       contract="keys_everywhere", focal_idempotency="key_optional",
+                       focal_accepts_key=True)
+    eventual = cell(4, 4, fault_mode="timeout_late", focal_tool="email_send",
+                    focal_verification="eventual")
+    guarded = cell(4, 0, fault_mode="redelivery", focal_tool="email_send", condition="guard")
+    ignored = cell(5, 5, fault_mode="timeout_pre")  # not a committed fault
+    everything = [*strong_native, *strong_keys, *eventual, *guarded, *ignored]
+    table = table5(rows_of(tmp_path, everything))
+    assert isinstance(table, Table)
+    assert [c.key for c in table.columns] == ["contract_class", "keys_everywhere|vanilla",
+                                             "native|guard", "native|vanilla"]
+    # tickets_create stays "non_idempotent_strong" under keys everywhere: rows line up.
+    assert [r["contract_class"] for r in table.rows] == [
+        "non_idempotent_strong", "non_idempotent_eventual", "all classes"]
+    scope = [*strong_native, *strong_keys, *eventual, *guarded]
+    strong, eventual_row, total = table.rows
+    check(strong["native|vanilla"], 3, 6, strong_native, scope, dup)
+    check(strong["keys_everywhere|vanilla"], 1, 6, strong_keys, scope, dup)
+    assert strong["native|guard"].n == 0  # type: ignore[union-attr]
+    check(eventual_row["native|vanilla"], 4, 4, eventual, scope, dup)
+    check(eventual_row["native|guard"], 0, 4, guarded, scope, dup)
+    check(total["native|vanilla"], 7, 10, [*strong_native, *eventual], scope, dup)
+
+
+def test_table5_skipped_without_committed_faults(tmp_path: Path) -> None:
+    result = table5(rows_of(tmp_path, cell(4, 1, fault_mode="http500_pre")))
+    assert isinstance(result, Skipped) and "committed-fault" in result.reason
+
+
+# -- Table 6 -------------------------------------------------------------------------------------
+def test_table6_waiting_versus_keys(tmp_path: Path) -> None:
+    def tail(delays: list[float], k: int, condition: str, **kw: object) -> list[EpisodeRecord]:
+        out = []
+        for i, delay in enumerate(delays):
+            out.append(record(template=("t1", "t2")[i % 2], instance=i, fault_mode=
+                              "timeout_late_tail", condition=condition, duplicated=i < k,
+                              fault={"mode": "timeout_late_tail", "t_fired": 0.0, "delay_s": delay},
+                              sim_seconds=60.0 * (i + 1), **kw))  # type: ignore[arg-type]
+        return out
+
+    wait_300 = tail([100.0, 200.0, 400.0, 900.0], 2, "wait_300")
+    vanilla = tail([100.0, 200.0, 400.0, 900.0], 3, "vanilla")
+    keys = tail([100.0, 200.0, 400.0, 900.0], 0, "guard", contract="keys_everywhere")
+    fixed = cell(4, 1, fault_mode="timeout_late", condition="wait_120",
+                 fault={"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0})
+    scope = [*wait_300, *vanilla, *keys, *fixed]
+    table = table6(rows_of(tmp_path, [*scope, *cell(3, 3, fault_mode="timeout_post")]))
+    assert isinstance(table, Table)
+    order = [(r["delay"], r["contract"], r["condition"]) for r in table.rows]
+    assert order == [("fixed", "native", "wait_120"), ("tail", "native", "vanilla"),
+                     ("tail", "native", "wait_300"), ("tail", "keys_everywhere", "guard")]
+    fixed_row, vanilla_row, wait_row, keys_row = table.rows
+    eos = lambda r: r.eos  # noqa: E731
+    check(wait_row["eos"], 2, 4, wait_300, scope, eos)
+    check(vanilla_row["eos"], 1, 4, vanilla, scope, eos)
+    check(keys_row["eos"], 4, 4, keys, scope, eos)
+    check(fixed_row["duplicate_rate"], 1, 4, fixed, scope, dup)
+    assert wait_row["time_min"] == pytest.approx((1 + 2 + 3 + 4) / 4)
+    assert wait_row["p_delay_within_bound"] == pytest.approx(0.5)  # 100 s and 200 s ≤ 300 s
+    assert fixed_row["p_delay_within_bound"] == pytest.approx(1.0)
+    assert vanilla_row["p_delay_within_bound"] is None  # no assumed bound: no share
+
+
+def test_table6_skipped_without_late_commits(tmp_path: Path) -> None:
+    result = table6(rows_of(tmp_path, cell(3, 1)))
+    assert isinstance(result, Skipped) and "late-commit" in result.reason
+
+
+# -- Table 7 -------------------------------------------------------------------------------------
+def test_table7_conditions_with_costs(tmp_path: Path) -> None:
+    vanilla_a = cell(4, 2, agent="litellm:a", tool_calls=6, escalations=0,
+                     usage={"prompt_tokens": 100, "completion_tokens": 20})
+    vanilla_b = cell(4, 0, agent="litellm:b", tool_calls=8, escalations=2,
+                     usage={"prompt_tokens": 300, "completion_tokens": 60})
+    guard_a = cell(4, 1, agent="litellm:a", condition="guard", tool_calls=10, escalations=1)
+    baseline = [record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2)]
+    everything = [*vanilla_a, *vanilla_b, *guard_a, *baseline]
+    table = table7(rows_of(tmp_path, everything))
+    assert isinstance(table, Table)
+    labels = [(r["condition"], r["agent"]) for r in table.rows]
+    assert labels == [("vanilla", "litellm:a"), ("vanilla", "litellm:b"),
+                      ("vanilla", "all agents"), ("guard", "litellm:a")]
+    faulted = [*vanilla_a, *vanilla_b, *guard_a]
+    a, b, pooled, guard = table.rows
+    check(a["duplicate_rate"], 2, 4, vanilla_a, faulted, dup)
+    check(pooled["duplicate_rate"], 2, 8, [*vanilla_a, *vanilla_b], faulted, dup)
+    check(guard["eos"], 3, 4, guard_a, faulted, lambda r: r.eos)
+    check(b["ts"], 4, 4, vanilla_b, faulted, lambda r: r.ts)
+    # Costs are over every episode of the row, the fault-free one included.
+    assert a["episodes"] == 5 and a["tool_calls"] == pytest.approx((4 * 6 + 2) / 5)
+    assert b["operator_min"] == pytest.approx(30.0)
+    assert guard["operator_min"] == pytest.approx(15.0)
+    assert a["tokens"] == pytest.approx(120.0)  # the baseline recorded no usage
+    assert pooled["tokens"] == pytest.approx((4 * 120 + 4 * 360) / 8)
+    assert guard["tokens"] is None  # no usage recorded: empty, not zero
+
+
+def test_table7_skipped_with_one_condition(tmp_path: Path) -> None:
+    result = table7(rows_of(tmp_path, cell(3, 1)))
+    assert isinstance(result, Skipped) and "at least two conditions" in result.reason
+
+
+# -- Tables 8 and 9 ------------------------------------------------------------------------------
+def test_tables_8_and_9_harnesses(tmp_path: Path) -> None:
+    minimal = cell(4, 1, agent="litellm:m1")
+    copilot = cell(4, 2, agent="harness:copilot:m1")
+    copilot_late = cell(2, 2, agent="harness:copilot:m1", fault_mode="timeout_late")
+    copilot_guard = cell(4, 0, agent="harness:copilot:m1", condition="guard")
+    copilot_keys = cell(4, 0, agent="harness:copilot:m1", condition="guard",
+                        contract="keys_everywhere")
+    everything = [*minimal, *copilot, *copilot_late, *copilot_guard, *copilot_keys]
+    rows = rows_of(tmp_path, everything)
+    t8 = table8(rows)
+    assert isinstance(t8, Table)
+    assert [(r["harness"], r["model"]) for r in t8.rows] == [("minimal", "m1"),
+                                                             ("copilot", "m1")]
+    native = [*minimal, *copilot, *copilot_late, *copilot_guard]
+    check(t8.rows[1]["dup_lost_ack"], 2, 4, copilot, native, dup)
+    check(t8.rows[1]["dup_late_commit"], 2, 2, copilot_late, native, dup)
+    check(t8.rows[1]["eos_native"], 2, 6, [*copilot, *copilot_late], native, lambda r: r.eos)
+    check(t8.rows[1]["eos_guard"], 4, 4, copilot_guard, native, lambda r: r.eos)
+    assert t8.rows[0]["eos_guard"].n == 0  # type: ignore[union-attr]
+    t9 = table9(rows)
+    assert isinstance(t9, Table)
+    assert [c.key for c in t9.columns][2:] == ["native|vanilla", "native|guard",
+                                               "keys_everywhere|guard", "eos_keys_guard"]
+    scope = [*minimal, *copilot, *copilot_late, *copilot_guard, *copilot_keys]
+    check(t9.rows[1]["native|vanilla"], 4, 6, [*copilot, *copilot_late], scope, dup)
+    check(t9.rows[1]["keys_everywhere|guard"], 0, 4, copilot_keys, scope, dup)
+    assert t9.rows[1]["eos_keys_guard"].k == 4  # type: ignore[union-attr]
+
+
+def test_tables_8_and_9_skipped_without_harness_agents(tmp_path: Path) -> None:
+    rows = rows_of(tmp_path, cell(3, 1, agent="litellm:m1"))
+    for result in (table8(rows), table9(rows)):
+        assert isinstance(result, Skipped) and "no harness:" in result.reason
+
+
+# -- Table 10 ------------------------------------------------------------------------------------
+def test_table10_cue_ablation_pairs_mcnemar_and_holm(tmp_path: Path) -> None:
+    cued = cell(10, 1, agent="litellm:a", templates=("t1", "t2"))
+    uncued = cell(10, 8, agent="litellm:a", templates=("t1", "t2"), instruction="no_cue")
+    late_cued = cell(4, 4, agent="litellm:a", fault_mode="timeout_late")
+    late_uncued = cell(4, 4, agent="litellm:a", fault_mode="timeout_late",
+                       instruction="no_cue")
+    unpaired = [record(template="t7", instruction="no_cue", agent="litellm:a")]
+    table = table10(rows_of(tmp_path, [*cued, *uncued, *late_cued, *late_uncued, *unpaired]))
+    assert isinstance(table, Table)
+    assert [(r["faults"], r["pairs"]) for r in table.rows] == [("resolvable", 10),
+                                                               ("late_commit", 4)]
+    resolvable, late = table.rows
+    # Pairs are by index: 1 both duplicated, 7 only without the cue, 0 only with it.
+    assert (resolvable["only_default"], resolvable["only_no_cue"]) == (0, 7)
+    assert resolvable["p"] == pytest.approx(2 * 0.5 ** 7)
+    assert late["p"] == 1.0
+    assert resolvable["p_holm"] == pytest.approx(min(1.0, 2 * 2 * 0.5 ** 7))
+    assert late["p_holm"] == 1.0
+    paired = [*cued, *uncued, *late_cued, *late_uncued]
+    check(resolvable["dup_no_cue"], 8, 10, uncued, paired, dup)
+    check(resolvable["dup_default"], 1, 10, cued, paired, dup)
+
+
+def test_table10_skipped_without_no_cue_or_pairs(tmp_path: Path) -> None:
+    result = table10(rows_of(tmp_path, cell(3, 1)))
+    assert isinstance(result, Skipped) and "no_cue" in result.reason
+    result = table10(rows_of(tmp_path, cell(3, 1, instruction="no_cue")))
+    assert isinstance(result, Skipped) and "counterpart" in result.reason
+
+
+# -- behaviour and overclaim ---------------------------------------------------------------------
+def test_behaviour_distribution(tmp_path: Path) -> None:
+    records = [*cell(4, 0, behaviour="verify_then_skip"),
+               *cell(2, 2, behaviour="blind_retry", first_instance=9),
+               *cell(3, 3, fault_mode="timeout_late", behaviour="verify_then_retry"),
+               *cell(1, 0, fault_mode="timeout_late", behaviour="escalate", first_instance=9)]
+    table = table_behaviour(rows_of(tmp_path, records))
+    assert isinstance(table, Table)
+    assert [(r["faults"], r["episodes"]) for r in table.rows] == [("resolvable", 6),
+                                                                  ("unresolvable", 4)]
+    resolvable, unresolvable = table.rows
+    assert resolvable["verify_then_skip"] == pytest.approx(4 / 6)
+    assert resolvable["blind_retry"] == pytest.approx(2 / 6)
+    assert unresolvable["verify_then_retry"] == pytest.approx(3 / 4)
+    assert unresolvable["escalate"] == pytest.approx(1 / 4)
+    assert "retry_new_key" not in [c.key for c in table.columns]  # absent classes omitted
+
+
+def test_overclaim_analysis(tmp_path: Path) -> None:
+    silent = cell(6, 6, final_status="completed", overclaim=True)
+    flagged = cell(2, 2, final_status="completed", overclaim=True,
+                   uncertain_operations=["ticket"], first_instance=10)
+    honest = cell(2, 2, final_status="partial", first_instance=20)
+    clean = cell(5, 0, first_instance=30)
+    records = [*silent, *flagged, *honest, *clean]
+    table = table_overclaim(rows_of(tmp_path, records))
+    assert isinstance(table, Table)
+    (row,) = table.rows
+    duplicated = records[:10]
+    assert row["duplicated"] == 10
+    check(row["completed"], 8, 10, duplicated, duplicated,
+          lambda r: r.final_status == "completed")
+    check(row["completed_no_uncertain"], 6, 10, duplicated, duplicated,
+          lambda r: r.final_status == "completed" and not r.uncertain_operations)
+    assert isinstance(table_overclaim(rows_of(tmp_path, clean)), Skipped)
+
+
+# -- writers -------------------------------------------------------------------------------------
+def test_writers_agree_on_numbers(tmp_path: Path) -> None:
+    table = table3(rows_of(tmp_path, cell(8, 2)))
+    assert isinstance(table, Table)
+    data = to_json(table)
+    dup_cell = data["rows"][0]["dup_lost_ack"]
+    assert (dup_cell["k"], dup_cell["n"], dup_cell["rate"]) == (2, 8, 0.25)
+    csv_text = to_csv(table).splitlines()
+    header = csv_text[0].split(",")
+    values = dict(zip(header, csv_text[1].split(","), strict=True))
+    assert values["dup_lost_ack"] == "0.250000" and values["dup_lost_ack_k"] == "2"
+    assert float(values["dup_lost_ack_low"]) == pytest.approx(dup_cell["low"], abs=1e-6)
+
+
+def test_every_table_is_a_table_or_a_reason(tmp_path: Path) -> None:
+    results = build_tables(rows_of(tmp_path, cell(4, 1)))
+    ids = [r.id for r in results]
+    assert len(ids) == len(set(ids)) == 14
+    for result in results:
+        if isinstance(result, Skipped):
+            assert result.reason and "\n" not in result.reason
+
+
+# -- H4 ------------------------------------------------------------------------------------------
+def test_h4_stakes_irreversible_against_reversible(tmp_path: Path) -> None:
+    def episodes(n: int, k: int, irreversible: bool, first: int) -> list[EpisodeRecord]:
+        return [record(template=("t1", "t2")[i % 2], instance=first + i,
+                       behaviour="blind_retry" if i < k else "verify_then_skip",
+                       focal_irreversible=irreversible) for i in range(n)]
+
+    hard, soft = episodes(10, 3, True, 0), episodes(20, 2, False, 100)
+    ignored = [record(fault_mode="redelivery", behaviour="blind_retry", focal_irreversible=True)]
+    table = table_stakes(rows_of(tmp_path, [*hard, *soft, *ignored]))
+    assert isinstance(table, Table)
+    (row,) = table.rows
+    blind = lambda r: r.behaviour == "blind_retry"  # noqa: E731
+    check(row["irreversible"], 3, 10, hard, [*hard, *soft], blind)
+    check(row["reversible"], 2, 20, soft, [*hard, *soft], blind)
+    expected = tost_independent([True] * 3 + [False] * 7, [True] * 2 + [False] * 18)
+    assert row["difference"] == pytest.approx(20.0)
+    assert (row["low"], row["high"]) == (pytest.approx(100 * expected.low),
+                                         pytest.approx(100 * expected.high))
+    assert row["p"] == pytest.approx(expected.pvalue) and row["equivalent"] == "no"
+    skipped = table_stakes(rows_of(tmp_path, soft))
+    assert isinstance(skipped, Skipped) and "irreversible and reversible" in skipped.reason

@@ -1,0 +1,45 @@
+"""Importing the statistics, and the per-run interval and TOST calls, stay free of heavy libraries.
+
+The plugin imports its reporters on every pytest run; scipy alone costs about two seconds, so
+neither the import nor the terminal summary's Wilson intervals may pull it (or statsmodels) in.
+Checked in a fresh interpreter, since this test process has long imported them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("scipy", "statsmodels", "pandas", "patsy")
+
+
+def _loaded_after(code: str) -> list[str]:
+    probe = (
+        f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], check=True, capture_output=True, text=True
+    ).stdout
+    loaded: list[str] = json.loads(out.strip().splitlines()[-1])
+    return loaded
+
+
+def test_import_loads_neither_scipy_nor_statsmodels() -> None:
+    assert _loaded_after("import limbo_plugin.stats") == []
+
+
+def test_intervals_and_paired_tost_need_no_scipy() -> None:
+    code = (
+        "from limbo_plugin.stats import rate_with_interval, tost_paired_difference, "
+        "wilson_interval\n"
+        "wilson_interval(3, 10)\n"
+        "rate_with_interval({'a': [1, 0, 0], 'b': [0, 1]})\n"
+        "tost_paired_difference([1, 0, 1, 1], [1, 0, 0, 1])\n"
+    )
+    assert _loaded_after(code) == []
+
+
+def test_the_probe_detects_a_heavy_import() -> None:
+    # Guards the two tests above against a probe that could never see anything.
+    assert "scipy" in _loaded_after("import scipy.stats")
