@@ -1,12 +1,13 @@
 """Every "how to add" recipe of ARCHITECTURE.md, done once, exactly as written, in a copy of the
 package and the specs: a fault mode with a new family and a new way of executing, a service, a
-task template, an experiment, a condition and an agent kind. The copy is then collected and run
-by pytest in a subprocess, so nothing leaks into this process's registries."""
+task template, an experiment, a condition, an agent kind and a report table. The copy is then
+run by pytest and ``limbo report`` in subprocesses, so nothing leaks into this process."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +178,32 @@ def _build_lazy(rest: str, options: AgentOptions) -> Agent:
 
 '''
 
+TABLE_MODULE = '''\
+"""Episodes per fault family, in the fault spec's order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from limbo_plugin.report.facets import ordered_families
+from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.tables.base import Column, Result, Skipped, Table
+
+ID = "episodes_per_family"
+TITLE = "Episodes per family"
+
+
+def table_per_family(rows: Sequence[EpisodeRow]) -> Result:
+    if not rows:
+        return Skipped(ID, TITLE, "no episode")
+    table = Table(ID, TITLE, "How many episodes each family has.",
+                  [Column("family", "family"), Column("episodes", "episodes", "int")])
+    for family in ordered_families(rows):
+        table.rows.append({"family": family,
+                           "episodes": sum(r.family == family for r in rows)})
+    return table
+'''
+
 
 def insert(path: Path, anchor: str, text: str, *, after: bool = False) -> None:
     """Insert ``text`` before (or after) the one occurrence of ``anchor`` in ``path``."""
@@ -217,6 +244,13 @@ def toy(pytester: pytest.Pytester) -> pytest.Pytester:
     insert(registry, "AGENT_KINDS: tuple[AgentKind, ...] = (\n", AGENT_KIND)
     insert(registry, "AGENT_KINDS: tuple[AgentKind, ...] = (\n",
            '    AgentKind("lazy", "lazy:<reason>", _check_lazy, _build_lazy),\n', after=True)
+    # A report table: one module and one entry in GENERATORS.
+    (package / "report" / "tables" / "per_family.py").write_text(TABLE_MODULE)
+    tables = package / "report" / "tables" / "__init__.py"
+    insert(tables, "GENERATORS: list[Generator] = [\n",
+           "    _rows_only(table_per_family),\n", after=True)
+    insert(tables, "Generator = Callable[",
+           "from limbo_plugin.report.tables.per_family import table_per_family\n\n")
     return pytester
 
 
@@ -247,6 +281,12 @@ def test_each_recipe_is_enough_to_run_what_it_adds(toy: pytest.Pytester) -> None
                  if "scripted:verify_first" in label and "condition=vanilla" in label)
     assert [row["family"] for row in group] == ["lost_ack", "double_commit", "none",
                                                 "all_faulted"]
+    report = toy.run(sys.executable, "-m", "limbo_plugin.cli", "report",
+                     "reports/episodes.jsonl", "--out", "report")
+    assert report.ret == 0, report.stderr.str()
+    table = json.loads((toy.path / "report" / "tables" / "episodes_per_family.json").read_text())
+    assert [(row["family"], row["episodes"]) for row in table["rows"]] == [
+        ("lost_ack", 4), ("double_commit", 4), ("none", 4)]
 
 
 def test_new_family_is_a_marker_and_new_names_are_listed(toy: pytest.Pytester) -> None:
