@@ -71,24 +71,20 @@ SERVICE_MODULE = '''\
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from functools import cached_property
 
 from limbo_plugin.world.services.base import Args, Body, Execution, Service, handles
 from limbo_plugin.world.store import VersionedTable
 
-if TYPE_CHECKING:
-    from limbo_plugin.world.world import World
-
 
 class PagerService(Service):
+    """Every page is a row of one versioned table, made on first use."""
+
     name = "pager"
 
-    def __init__(self, world: World) -> None:
-        super().__init__(world)
-        self.pages = VersionedTable()
-
-    def record_tables(self) -> list[VersionedTable]:
-        return [self.pages]
+    @cached_property
+    def pages(self) -> VersionedTable:
+        return VersionedTable()
 
     @handles("pager_page")
     def page(self, args: Args, ex: Execution) -> Body:
