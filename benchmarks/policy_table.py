@@ -40,8 +40,10 @@ def main() -> None:
             record = run_episode(key, config, registry=registry)
             if record.fired or record.family == "none":
                 table[(policy, record.family)].append((record.duplicates > 0, record.eos))
-            if record.fault_mode == "timeout_late_tail" and policy == POLICIES[0]:
-                delays.append(float(record.fault["delay_s"]))
+            delay = record.fault.delay_s
+            tail = record.fault_mode == "timeout_late_tail" and policy == POLICIES[0]
+            if tail and delay is not None:
+                delays.append(delay)
     elapsed = time.perf_counter() - start
     families = [f for f in registry.family_order if any((p, f) in table for p in POLICIES)]
     print(f"{len(worlds)} worlds × {len(POLICIES)} policies = {len(worlds) * len(POLICIES)} "
