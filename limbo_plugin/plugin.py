@@ -39,6 +39,7 @@ class SkipReason(enum.StrEnum):
     RESUMED = "resumed"
     COST_LIMIT = "cost_limit"
 
+
 OPTIONS: dict[str, tuple[str, str]] = {
     # dest: (flag, help); every one can also be set in pytest.ini as limbo_<dest>
     "agent": ("--agent", "agent to evaluate: scripted:<policy>, litellm:<model> "
