@@ -19,8 +19,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
-from limbo_plugin.spec.registry import get_registry
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
 MODES = ("timeout_pre", "timeout_post", "timeout_late", "timeout_late_tail", "http500_pre",
          "http500_post", "partial_batch", "redelivery", "http503", "http429", "outage",
@@ -37,8 +38,7 @@ ROWS = (
 )
 
 
-def episodes(instances: Iterable[int], contract: str) -> list[EpisodeKey]:
-    registry = get_registry()
+def episodes(registry: SpecRegistry, instances: Iterable[int], contract: str) -> list[EpisodeKey]:
     catalog = registry.catalog(contract)
     keys = []
     for name in sorted(registry.templates):
@@ -61,13 +61,15 @@ def cell(records: list[EpisodeRecord]) -> str:
     return f"{eos:.0f} / {dup:.0f}"
 
 
-def table(agent: str, instances: list[int], rows: Iterable[tuple[str, str]]) -> str:
+def table(registry: SpecRegistry, agent: str, instances: list[int],
+          rows: Iterable[tuple[str, str]]) -> str:
     header = ["contract", "condition", *FAMILIES, "all faulted", "min/ep", "h.calls",
               "h.sec"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for contract, condition in rows:
         config = RunConfig(agent=agent, condition=condition, contract=contract)
-        records = [r for r in (run_episode(k, config) for k in episodes(instances, contract))
+        records = [r for r in (run_episode(k, config, registry=registry)
+                                      for k in episodes(registry, instances, contract))
                    if r.fired]
         by_family: dict[str, list[EpisodeRecord]] = defaultdict(list)
         for record in records:
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     print(f"EOS% / duplicate% over fired episodes; agent {args.agent}; instances "
           f"{' '.join(map(str, args.instances))}\n")
-    print(table(args.agent, args.instances, rows))
+    print(table(SpecRegistry.load(default_specs_dir()), args.agent, args.instances, rows))
     print(f"\n({time.perf_counter() - start:.1f} s)", file=sys.stderr)
     return 0
 

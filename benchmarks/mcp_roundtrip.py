@@ -33,11 +33,16 @@ from typing import Any
 import anyio
 
 from limbo_plugin.agents.base import AgentSession
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, RunConfig
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.server.client import SandboxClient
 from limbo_plugin.server.launch import mcp_launch
 from limbo_plugin.server.sandbox_http import SandboxServer
+from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
+
+REGISTRY = SpecRegistry.load(default_specs_dir())
 
 LOST_ACK = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
                       fault_mode="timeout_post")
@@ -81,7 +86,7 @@ class Probe:
 
 def in_episode(body: Callable[[AgentSession], Any]) -> Any:
     probe = Probe(body)
-    run_episode(LOST_ACK, RunConfig(), agent=probe)
+    run_episode(LOST_ACK, RunConfig(), agent=probe, registry=REGISTRY)
     return probe.result
 
 
@@ -186,23 +191,26 @@ def episodes(n: int, with_harness: bool) -> dict[str, list[float]]:
             samples.setdefault(label, []).append(elapsed)
 
     timed("scripted:verify_first (in process)",
-          lambda: run_episode(LOST_ACK, RunConfig(agent="scripted:verify_first")))
-    timed("mcp:verify_first", lambda: run_episode(LOST_ACK, RunConfig(agent="mcp:verify_first")))
+          lambda: run_episode(LOST_ACK, RunConfig(agent="scripted:verify_first"),
+                              registry=REGISTRY))
+    timed("mcp:verify_first", lambda: run_episode(LOST_ACK, RunConfig(agent="mcp:verify_first"),
+                                                  registry=REGISTRY))
     if not with_harness:
         return samples
     from limbo_plugin.agents.harness_install import BUILT_IN, find_harness, installed_executable
     from limbo_plugin.testing.models import PolicyModel
     from limbo_plugin.testing.openai_server import OpenAIServer
 
-    with OpenAIServer(PolicyModel("verify_first", max_instance=1)) as server, \
+    with OpenAIServer(PolicyModel("verify_first", registry=REGISTRY, max_instance=1)) as server, \
             tempfile.TemporaryDirectory() as reports:
-        options = {"model_options": server.model_options(), "reports_dir": reports}
+        options = AgentOptions(model_options=server.model_options(), reports_dir=reports)
         for name in BUILT_IN:
             if installed_executable(find_harness(name)) is None:
                 print(f"  {name}: not installed (limbo harness install {name})", file=sys.stderr)
                 continue
             timed(f"harness:{name}", lambda name=name: run_episode(
-                LOST_ACK, RunConfig(agent=f"harness:{name}:scripted"), agent_options=options))
+                LOST_ACK, RunConfig(agent=f"harness:{name}:scripted"), agent_options=options,
+                registry=REGISTRY))
     return samples
 
 

@@ -19,9 +19,8 @@ from collections import defaultdict
 from limbo_plugin.agents.scripted import POLICIES
 from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
-from limbo_plugin.records import RunConfig
-from limbo_plugin.report.aggregate import FAMILY_ORDER
-from limbo_plugin.spec.registry import get_registry
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
 
 def main() -> None:
@@ -29,7 +28,7 @@ def main() -> None:
     parser.add_argument("--contract", default="native")
     parser.add_argument("--instances", type=int, nargs="+", default=[0, 1])
     args = parser.parse_args()
-    registry = get_registry()
+    registry = SpecRegistry.load(default_specs_dir())
     worlds = list(iter_worlds(registry, sorted(registry.templates), args.instances, "all",
                               list(registry.faults)))
     table: dict[tuple[str, str], list[tuple[bool, bool]]] = defaultdict(list)
@@ -41,10 +40,12 @@ def main() -> None:
             record = run_episode(key, config, registry=registry)
             if record.fired or record.family == "none":
                 table[(policy, record.family)].append((record.duplicates > 0, record.eos))
-            if record.fault_mode == "timeout_late_tail" and policy == POLICIES[0]:
-                delays.append(float(record.fault["delay_s"]))
+            delay = record.fault.delay_s
+            tail = record.fault_mode == "timeout_late_tail" and policy == POLICIES[0]
+            if tail and delay is not None:
+                delays.append(delay)
     elapsed = time.perf_counter() - start
-    families = [f for f in FAMILY_ORDER if any((p, f) in table for p in POLICIES)]
+    families = [f for f in registry.family_order if any((p, f) in table for p in POLICIES)]
     print(f"{len(worlds)} worlds × {len(POLICIES)} policies = {len(worlds) * len(POLICIES)} "
           f"episodes in {elapsed:.1f} s (contract {args.contract}); cells: duplicate % / EOS %")
     print("| policy | " + " | ".join(families) + " |")

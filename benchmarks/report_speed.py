@@ -32,10 +32,10 @@ def base_records() -> list[dict]:
     from limbo_plugin.agents.scripted import POLICIES
     from limbo_plugin.episode import run_episode
     from limbo_plugin.experiments import iter_worlds
-    from limbo_plugin.records import RunConfig
-    from limbo_plugin.spec.registry import get_registry
+    from limbo_plugin.runconfig import RunConfig
+    from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
-    registry = get_registry()
+    registry = SpecRegistry.load(default_specs_dir())
     worlds = list(iter_worlds(registry, sorted(registry.templates), [0], "all",
                               list(registry.faults)))
     out = []

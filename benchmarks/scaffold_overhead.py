@@ -22,9 +22,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
-from limbo_plugin.spec.registry import get_registry
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 from limbo_plugin.testing.openai_server import DUMMY_API_KEY, server_process
 
 WORLDS = [
@@ -55,7 +57,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=30)
     parser.add_argument("--policy", default="verify_first")
     args = parser.parse_args()
-    registry = get_registry()
+    registry = SpecRegistry.load(default_specs_dir())
     keys = [WORLDS[i % len(WORLDS)] for i in range(args.episodes)]
     scripted_config = RunConfig(agent=f"scripted:{args.policy}")
     model_config = RunConfig(agent=f"litellm:{MODEL}")
@@ -67,14 +69,17 @@ def main() -> None:
         replay = {**live, "cassette": cassette, "cassette_mode": "replay"}
         for key in WORLDS:  # warm-up: imports, connection pool, spec caches; records cassette
             run_episode(key, scripted_config, registry=registry)
-            run_episode(key, model_config, registry=registry, agent_options=recorded)
+            run_episode(key, model_config, registry=registry,
+                        agent_options=AgentOptions(**recorded))
 
         scripted_t, scripted_r = timed(
             lambda k: run_episode(k, scripted_config, registry=registry), keys)
         model_t, model_r = timed(
-            lambda k: run_episode(k, model_config, registry=registry, agent_options=live), keys)
+            lambda k: run_episode(k, model_config, registry=registry,
+                                  agent_options=AgentOptions(**live)), keys)
         replay_t, _ = timed(
-            lambda k: run_episode(k, model_config, registry=registry, agent_options=replay),
+            lambda k: run_episode(k, model_config, registry=registry,
+                                  agent_options=AgentOptions(**replay)),
             keys)
 
     for a, b in zip(scripted_r, model_r, strict=True):

@@ -24,10 +24,12 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.provider import import_litellm
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, RunConfig
-from limbo_plugin.spec.registry import get_registry
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 from limbo_plugin.testing.openai_server import DUMMY_API_KEY, server_process
 
 WORLDS = [
@@ -37,11 +39,13 @@ WORLDS = [
 ]
 CONFIG = RunConfig(agent="litellm:openai/scripted")
 _OPTIONS: dict[str, Any] = {}
+REGISTRY = SpecRegistry.load(default_specs_dir())
+"""Loaded at import, so forked workers inherit it."""
 
 
 def _episode(index: int) -> tuple[int, str | None]:
-    record = run_episode(WORLDS[index % len(WORLDS)], CONFIG, registry=get_registry(),
-                         agent_options=_OPTIONS)
+    record = run_episode(WORLDS[index % len(WORLDS)], CONFIG, registry=REGISTRY,
+                         agent_options=AgentOptions(**_OPTIONS))
     return (record.usage.model_calls if record.usage else 0), record.error
 
 
@@ -64,7 +68,6 @@ def main() -> None:
                         help="episodes per worker at each level (default 2)")
     args = parser.parse_args()
     import_litellm()  # before forking: children inherit it instead of importing it each
-    get_registry()
     print(f"mode {args.mode}, model latency {args.latency * 1000:.0f} ms, "
           f"{os.cpu_count()} CPUs")
     with server_process("verify_first", latency_s=args.latency) as base_url:

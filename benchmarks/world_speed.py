@@ -13,9 +13,10 @@ import statistics
 import time
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, RunConfig
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.sandbox import Sandbox
-from limbo_plugin.spec.registry import get_registry
+from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
 SEED = {
     "billing": {"customers": [{"id": "cus_1", "name": "Globex", "email": "b@globex.example"}]},
@@ -57,7 +58,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=200)
     args = parser.parse_args()
-    registry = get_registry()
+    registry = SpecRegistry.load(default_specs_dir())
     ten_calls(registry)  # warm caches (catalog, validators)
     median, p90 = measure(lambda: ten_calls(registry), args.repeat)
     print(f"world + 10 tool calls: median {median * 1e3:.3f} ms, p90 {p90 * 1e3:.3f} ms")

@@ -43,30 +43,32 @@ _EXPORTS = {
     "EpisodeKey": "limbo_plugin.records",
     "EpisodeRecord": "limbo_plugin.records",
     "HarnessRun": "limbo_plugin.records",
-    "RunConfig": "limbo_plugin.records",
+    "RunConfig": "limbo_plugin.runconfig",
+    "AgentOptions": "limbo_plugin.agents.options",
     "TraceEntry": "limbo_plugin.records",
     "Usage": "limbo_plugin.records",
     "run_episode": "limbo_plugin.episode",
     "Sandbox": "limbo_plugin.sandbox",
 }
 __all__ = [
-    "Agent", "AgentSession", "EpisodeKey", "EpisodeOver", "EpisodeRecord", "HarnessRun",
-    "InfrastructureError", "RunConfig", "Sandbox", "ToolCall", "ToolDefinition", "ToolResult",
-    "TraceEntry", "Usage", "__version__", "run_episode",
+    "Agent", "AgentOptions", "AgentSession", "EpisodeKey", "EpisodeOver", "EpisodeRecord",
+    "HarnessRun", "InfrastructureError", "RunConfig", "Sandbox", "ToolCall", "ToolDefinition",
+    "ToolResult", "TraceEntry", "Usage", "__version__", "run_episode",
 ]
 
 if TYPE_CHECKING:
     from limbo_plugin.agents.base import Agent, AgentSession, EpisodeOver, InfrastructureError
+    from limbo_plugin.agents.options import AgentOptions
     from limbo_plugin.contracts import ToolDefinition
     from limbo_plugin.episode import run_episode
     from limbo_plugin.records import (
         EpisodeKey,
         EpisodeRecord,
         HarnessRun,
-        RunConfig,
         TraceEntry,
         Usage,
     )
+    from limbo_plugin.runconfig import RunConfig
     from limbo_plugin.sandbox import Sandbox
     from limbo_plugin.toolapi import ToolCall, ToolResult
 

@@ -21,9 +21,14 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from limbo_plugin.errors import LimboError
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
+
+if TYPE_CHECKING:
+    from limbo_plugin.spec.registry import SpecRegistry
 
 DEFAULT_RECORDS = "reports/episodes.jsonl"
 
@@ -115,10 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _registry(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from limbo_plugin.spec.registry import get_registry
+def _registry(args: argparse.Namespace) -> SpecRegistry:
+    """The one place the command finds its specs: ``--specs``, else the default directory."""
+    from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
-    return get_registry(args.specs)
+    return SpecRegistry.load(Path(args.specs).resolve() if args.specs else default_specs_dir())
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -131,9 +137,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         for mode in registry.faults.values():
             print(f"{mode.name:18} {mode.family:15} {mode.description}")
     elif args.what == "conditions":
-        from limbo_plugin.conditions import CONDITION_NAMES
+        from limbo_plugin.conditions import Condition, all_conditions
 
-        print("\n".join([*CONDITION_NAMES, "wait_<seconds>"]))
+        for declared in all_conditions():
+            name = declared.name if isinstance(declared, Condition) else declared.form
+            print(f"{name:22} {declared.description}")
     elif args.what == "policies":
         from limbo_plugin.agents.scripted import POLICIES
 
@@ -149,16 +157,16 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from limbo_plugin.agents.options import AgentOptions, parse_model_options
     from limbo_plugin.episode import run_episode
-    from limbo_plugin.experiments import check_run_value
-    from limbo_plugin.plugin import parse_model_options
 
-    config = RunConfig(**{name: getattr(args, name) for name in RunConfig.model_fields})
-    check_run_value("agent", config.agent, None)
+    registry = _registry(args)
+    config = RunConfig.parse({name: getattr(args, name) for name in RunConfig.model_fields},
+                             registry=registry)
     key = EpisodeKey(template=args.template, instance=args.instance,
                      focal_write=args.focal_write, fault_mode=args.mode)
-    options = {"model_options": parse_model_options(args.model_option)}
-    record = run_episode(key, config, registry=_registry(args), agent_options=options)
+    options = AgentOptions(model_options=parse_model_options(args.model_option))
+    record = run_episode(key, config, registry=registry, agent_options=options)
     if args.json:
         print(record.model_dump_json(indent=2))
     else:
@@ -187,19 +195,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if not records:
         print(f"limbo: no records in {args.records}", file=sys.stderr)
         return 2
-    summary = summarize(records)
+    summary = summarize(records, family_order=_registry(args).family_order)
     print(render_markdown(summary) if args.markdown else "\n".join(render_text(summary)))
     return 0
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from limbo_plugin.report.aggregate import summarize
-    from limbo_plugin.report.gate import (
-        GateResult,
-        compare_with_baseline,
-        evaluate_thresholds,
-        load_gate,
-    )
+    from limbo_plugin.report.gate import load_gate, run_gate
     from limbo_plugin.report.records import read_records
 
     gate = load_gate(args.gate)
@@ -207,10 +209,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if not records:
         print(f"limbo: no records in {args.records}", file=sys.stderr)
         return 2
-    result = GateResult(gate=gate.name, checks=evaluate_thresholds(gate, summarize(records)))
-    if args.baseline:
-        result.checks += compare_with_baseline(gate.baseline, records,
-                                               read_records(Path(args.baseline)))
+    baseline = read_records(Path(args.baseline)) if args.baseline else None
+    result = run_gate(gate, records, family_order=_registry(args).family_order,
+                      baseline=baseline)
     print("\n".join(result.lines()))
     return 0 if result.passed else 1
 
@@ -218,7 +219,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from limbo_plugin.report.build import make_report
 
-    outcome = make_report(args.records, args.out, specs=args.specs)
+    outcome = make_report(args.records, _registry(args), args.out)
     print("\n".join(outcome.lines()))
     return 0
 
@@ -267,7 +268,7 @@ def print_record(record: EpisodeRecord) -> None:
     verdict = "PASS" if record.passed else ("XFAIL" if record.expected_failure else "FAIL")
     print(f"{record.episode_id}  [{verdict}]  agent={record.agent} contract={record.contract} "
           f"condition={record.condition}")
-    print(f"  fault fired: {record.fired}  {record.fault}")
+    print(f"  fault fired: {record.fired}  {record.fault.model_dump()}")
     print(f"  TS={record.ts} EOS={record.eos} duplicates={record.duplicates} "
           f"residual={record.residual_duplicates} collateral={record.collateral} "
           f"unrequested={record.unrequested} overclaim={record.overclaim}")
@@ -281,10 +282,9 @@ def print_record(record: EpisodeRecord) -> None:
               f"{_short(entry.arguments)} -> {_short(entry.response)}")
     print("  ledger:")
     for effect in record.ledger:
-        undone = f" undone at {effect['undone_at']}" if effect.get("undone_at") is not None \
-            else ""
-        print(f"     t={effect['t']:>7.1f} {effect['tool']} {effect['record_ids']} "
-              f"origin={effect['origin']}{undone}")
+        undone = f" undone at {effect.undone_at}" if effect.undone_at is not None else ""
+        print(f"     t={effect.t:>7.1f} {effect.tool} {effect.record_ids} "
+              f"origin={effect.origin}{undone}")
 
 
 def _short(value: object, limit: int = 110) -> str:

@@ -7,33 +7,39 @@ An episode is ``agent ∘ conditions ∘ fault transport ∘ world``. The world 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from limbo_plugin.agents import Agent, AgentSession, EpisodeOver, InfrastructureError, make_agent
+from limbo_plugin.agents import (
+    Agent,
+    AgentOptions,
+    AgentSession,
+    EpisodeOver,
+    InfrastructureError,
+    make_agent,
+)
 from limbo_plugin.agents.base import HarnessTracer, TraceLog
-from limbo_plugin.conditions import HarnessEnv, build_condition
-from limbo_plugin.conditions.registry import needs_ground_truth
+from limbo_plugin.conditions import HarnessEnv, find_condition
 from limbo_plugin.errors import UsageError
-from limbo_plugin.experiments import check_run_value
-from limbo_plugin.faults import FaultPlan, FaultTransport
+from limbo_plugin.faults import FaultPlan, FaultTransport, expected_failure
 from limbo_plugin.grading import code_behaviour, grade
-from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord, RunConfig
-from limbo_plugin.spec.registry import SpecRegistry, get_registry
+from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.tasks import TaskInstance
 from limbo_plugin.world.seeds import world_seed
 from limbo_plugin.world.world import World
 
 
-def run_episode(key: EpisodeKey, config: RunConfig | None = None, *,
-                registry: SpecRegistry | None = None, agent: Agent | None = None,
-                agent_options: Mapping[str, Any] | None = None) -> EpisodeRecord:
-    """Run the episode ``key`` under ``config`` and return its graded record."""
+def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: SpecRegistry,
+                agent: Agent | None = None, agent_options: AgentOptions | None = None
+                ) -> EpisodeRecord:
+    """Run the episode ``key`` under ``config`` on the specs of ``registry``; return its record.
+
+    ``config`` is a validated :class:`RunConfig`; its names are looked up, not checked again.
+    """
     config = config or RunConfig()
-    registry = registry or get_registry()
     task = registry.template(key.template).instantiate(key.instance)
     mode = registry.fault_mode(key.fault_mode)
-    check_run_value("operator", config.operator, registry)
     catalog = registry.catalog(config.contract, config.docs)
     seed = world_seed(key.template, key.instance, key.focal_write, key.fault_mode)
 
@@ -48,14 +54,15 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *,
     transport = FaultTransport(world, plan)
     trace = TraceLog()
     tracer = HarnessTracer(transport, world, trace)
+    condition = find_condition(config.condition)
     env = HarnessEnv(tools=dict(world.tools), world=world,
-                     ground_truth=world if needs_ground_truth(config.condition) else None)
-    caller = build_condition(config.condition, tracer, env)
+                     ground_truth=world if condition.reads_ground_truth else None)
+    caller = condition.build(tracer, env)
 
     session = AgentSession(
         task=task, instruction=task.instruction(config.instruction),
         tools=list(world.tools.values()), caller=caller, world=world, trace=trace,
-        condition=config.condition, fault_fired=lambda: transport.fired, episode_id=key.id,
+        prompt=condition.prompt, fault_fired=lambda: transport.fired, episode_id=key.id,
     )
     agent = agent or make_agent(config.agent, agent_options)
     error: str | None = None
@@ -86,7 +93,7 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *,
         focal_verification=focal_def.contract.verification if focal_def else None,
         focal_accepts_key=focal_def.accepts_key if focal_def else None,
         focal_irreversible=focal_def.contract.irreversible if focal_def else None,
-        fired=transport.fired, fault=vars(transport.report).copy(),
+        fired=transport.fired, fault=transport.report.model_copy(),
         **dict(result),
         final_status=final.status if final else None,
         summary=final.summary if final else None,
@@ -95,31 +102,19 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *,
         tool_calls=session.calls, harness_calls=len(harness),
         harness_seconds=_harness_seconds(caller),
         sim_seconds=sim_seconds, escalations=world.escalations,
-        expected_failure=expected_failure(mode.name, focal_def),
+        expected_failure=expected_failure(mode, focal_def),
         error=error, usage=session.usage if session.usage.model_calls else None,
         harness=session.harness,
-        trace=entries, ledger=world.ledger.to_json(),
+        trace=entries, ledger=list(world.ledger.effects),
     )
-
-
-def expected_failure(mode: str, focal_def: Any) -> str | None:
-    """Why no client-side policy can be exactly-once here, or ``None`` if one can."""
-    if mode != "redelivery" or focal_def is None:
-        return None
-    contract = focal_def.contract
-    if contract.idempotency == "non_idempotent" and contract.key_param is None:
-        return (f"redelivery of {focal_def.name}, which accepts no idempotency key: no "
-                "client-side policy can be exactly-once")
-    return None
 
 
 def _harness_seconds(caller: Any) -> float:
     return float(getattr(caller, "harness_seconds", 0.0))
 
 
-def build_world(task: TaskInstance, registry: SpecRegistry | None = None, *,
-                contract: str = "native", docs: str = "default") -> World:
+def build_world(task: TaskInstance, registry: SpecRegistry, *, contract: str = "native",
+                docs: str = "default") -> World:
     """A fresh world for ``task`` with no fault (handy in tests and notebooks)."""
-    registry = registry or get_registry()
     return World(registry.catalog(contract, docs), task.services, base_seed=task.base_seed,
                  seed_records=task.seed_records)

@@ -28,3 +28,7 @@ class SpecError(LimboError):
 
 class UsageError(LimboError):
     """A command-line or configuration value is not one Limbo knows."""
+
+
+class EpisodeOver(LimboError):
+    """Raised by an agent session's ``call`` once the episode has ended (finish or budget)."""

@@ -11,18 +11,27 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
-from limbo_plugin.errors import SpecError
-from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, RunConfig
+from limbo_plugin.errors import SpecError, UsageError
+from limbo_plugin.faults import expected_failure
+from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey
+from limbo_plugin.runconfig import RunConfig, validator
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
 from limbo_plugin.spec.models import StrictModel
 from limbo_plugin.spec.registry import SpecRegistry
 
 FROM_OPTION = "@option"
 """In an experiment's list, "use the value given on the command line (or its default)"."""
+
+Contracts = list[Annotated[str, validator("contract", also=(FROM_OPTION,))]]
+Docs = list[Annotated[str, validator("docs", also=(FROM_OPTION,))]]
+Instructions = list[Annotated[str, validator("instruction", also=(FROM_OPTION,))]]
+Conditions = list[Annotated[str, validator("condition", also=(FROM_OPTION,))]]
+Operators = list[Annotated[str, validator("operator", also=(FROM_OPTION,))]]
+Agents = list[Annotated[str, validator("agent", also=(FROM_OPTION,))]]
 
 DIMENSIONS = ("contracts", "docs", "instructions", "conditions", "operators", "agents")
 CONFIG_FIELD = {"contracts": "contract", "docs": "docs", "instructions": "instruction",
@@ -38,12 +47,12 @@ class ExperimentSpec(StrictModel):
     max_focal_writes: int | None = Field(default=None, ge=1)
     modes: Literal["all"] | list[str] = "all"
     exclude_modes: list[str] = Field(default_factory=list)
-    contracts: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    docs: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    instructions: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    conditions: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    operators: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    agents: list[str] = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    contracts: Contracts = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    docs: Docs = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    instructions: Instructions = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    conditions: Conditions = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    operators: Operators = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
+    agents: Agents = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
     model_options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("instances")
@@ -71,6 +80,47 @@ class Episode:
                 c.instruction, c.condition, c.operator, c.agent)
 
 
+@dataclass(frozen=True)
+class EpisodeLabels:
+    """How users select and read an episode: keywords (``-k``), marker names (``-m``), why it
+    is expected to fail (``xfail``), and the template spec it comes from (file, line)."""
+
+    keywords: frozenset[str]
+    markers: tuple[str, ...]
+    xfail_reason: str | None
+    spec_file: str
+    spec_line: int | None
+
+
+def episode_labels(episode: Episode, registry: SpecRegistry) -> EpisodeLabels:
+    """Keywords: template, mode, family, contract, condition, and the focal write's tool and
+    service (every service of the task for a fault-free episode). Markers: the family and, if
+    it has one, its class (SPEC §3)."""
+    key, config = episode.key, episode.config
+    task = registry.template(key.template).instantiate(key.instance)
+    mode = registry.fault_mode(key.fault_mode)
+    keywords = {key.template, key.fault_mode, mode.family, config.contract, config.condition}
+    reason = None
+    if key.fault_mode != "none":
+        focal = registry.catalog(config.contract).get(task.focal(key.focal_write).tool)
+        assert focal is not None  # templates name only tools of their services
+        keywords |= {focal.name, focal.service}
+        reason = expected_failure(mode, focal)
+    else:
+        keywords |= set(task.services)
+    fault_class = registry.fault_class(mode.family)
+    markers = (mode.family,) if fault_class is None else (mode.family, fault_class)
+    return EpisodeLabels(keywords=frozenset(keywords), markers=markers, xfail_reason=reason,
+                         spec_file=task.spec_file, spec_line=task.spec_line)
+
+
+def item_name(episode: Episode, *, with_agent: bool) -> str:
+    """The pytest item name: the episode id, plus the agent when a run compares several."""
+    if not with_agent:
+        return episode.id
+    return f"{episode.id}-" + episode.config.agent.replace(":", "-").replace("/", "_")
+
+
 @dataclass
 class Experiment:
     spec: ExperimentSpec
@@ -84,8 +134,12 @@ class Experiment:
     def line_of(self, field: str) -> int | None:
         return self.doc.line_of((field,))
 
-    def check(self, registry: SpecRegistry) -> None:
-        """Every name in the experiment must exist; a SpecError names the offending line."""
+    def check_names(self, registry: SpecRegistry) -> None:
+        """Every template, mode and focal write it names exists; a SpecError names the line.
+
+        (Run-configuration values are validated with the spec itself, by :class:`RunConfig`'s
+        checks; see :class:`ExperimentSpec`.)
+        """
         spec = self.spec
         if spec.templates != "all":
             for i, name in enumerate(spec.templates):
@@ -107,16 +161,6 @@ class Experiment:
                 if focal not in known:
                     raise self.doc.error(("focal_writes", i),
                                          f"unknown focal write {focal!r} in these templates")
-        from limbo_plugin.errors import UsageError
-
-        for dimension, field in CONFIG_FIELD.items():
-            for i, value in enumerate(getattr(spec, dimension)):
-                if value == FROM_OPTION:
-                    continue
-                try:
-                    check_run_value(field, value, registry)
-                except UsageError as exc:
-                    raise self.doc.error((dimension, i), str(exc)) from None
 
     def _templates(self, registry: SpecRegistry) -> list[str]:
         if self.spec.templates == "all":
@@ -160,34 +204,6 @@ class Experiment:
         return sorted(episodes, key=Episode.sort_key)
 
 
-def check_run_value(field: str, value: str, registry: SpecRegistry | None) -> None:
-    """Raise :class:`UsageError` listing the valid values when ``value`` is not one for the
-    run-configuration ``field``. Contracts and documentation variants need the registry; with
-    ``None`` (specs that failed to load) they are left to collection to report."""
-    from limbo_plugin.agents import validate_agent_spec
-    from limbo_plugin.conditions import validate_condition
-    from limbo_plugin.errors import UsageError
-    from limbo_plugin.tasks import INSTRUCTION_VARIANTS
-    from limbo_plugin.world.operator import OPERATOR_VARIANTS
-
-    def one_of(kind: str, valid: Iterable[str]) -> None:
-        if value not in valid:
-            raise UsageError(f"unknown {kind} {value!r}; valid: {', '.join(valid)}")
-
-    if field == "agent":
-        validate_agent_spec(value)
-    elif field == "condition":
-        validate_condition(value)
-    elif field == "instruction":
-        one_of("instruction variant", INSTRUCTION_VARIANTS)
-    elif field == "operator":
-        one_of("operator variant", OPERATOR_VARIANTS)
-    elif registry is not None and field == "contract":
-        registry.contract_variant(value)
-    elif registry is not None and field == "docs":
-        registry.docs_variant(value)
-
-
 def iter_worlds(registry: SpecRegistry, templates: Iterable[str], instances: Iterable[int],
                 focal_writes: Literal["all"] | list[str], modes: list[str],
                 max_focal_writes: int | None = None) -> Iterator[EpisodeKey]:
@@ -214,11 +230,11 @@ def iter_worlds(registry: SpecRegistry, templates: Iterable[str], instances: Ite
 def load_experiment(file: str | Path, registry: SpecRegistry) -> Experiment:
     file = Path(file)
     doc = load_yaml(file)
-    spec = validate(doc, ExperimentSpec)
+    spec = validate(doc, ExperimentSpec, context={"registry": registry})
     if spec.name != file.stem:
         raise doc.error(("name",), f"name {spec.name!r} must match the file name {file.stem!r}")
     experiment = Experiment(spec=spec, file=file, doc=doc)
-    experiment.check(registry)
+    experiment.check_names(registry)
     return experiment
 
 
@@ -226,12 +242,10 @@ def find_experiment(name: str, registry: SpecRegistry) -> Path:
     directory = registry.root / "experiments"
     file = directory / f"{name}.yaml"
     if not file.exists():
-        from limbo_plugin.errors import UsageError
-
         valid = ", ".join(sorted(p.stem for p in directory.glob("*.yaml"))) or "(none)"
         raise UsageError(f"unknown experiment {name!r}; valid: {valid}")
     return file
 
 
-__all__ = ["Episode", "Experiment", "ExperimentSpec", "SpecError", "iter_worlds",
-           "load_experiment"]
+__all__ = ["Episode", "EpisodeLabels", "Experiment", "ExperimentSpec", "SpecError",
+           "episode_labels", "item_name", "iter_worlds", "load_experiment"]

@@ -4,34 +4,29 @@ A fault attaches to the n-th call that matches a focal write's tool and argument
 the service rejects anyway gets its real error and leaves the trigger armed. Within an
 observation-equivalent group the response bytes and the clock advance do not depend on the hidden
 outcome; only whether, when and how often the service executes the request does.
+
+That one difference is a mode's ``execute`` kind, and each kind is one function in
+:data:`EXECUTORS`: it sets the request's fate (what the operator later reports), fills the
+fields of the :class:`FaultReport` it is about, and schedules whatever happens later. Everything
+else about a mode (its response, cost, family) is data in ``specs/faults/modes.yaml``.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from limbo_plugin.contracts import ToolDefinition
-from limbo_plugin.spec.models import FaultModeSpec
+from limbo_plugin.records import FaultReport
+from limbo_plugin.spec.models import Execute, FaultModeSpec, FocalTrigger
 from limbo_plugin.toolapi import ToolCall, ToolResult, normalize_arguments, tool_error
 from limbo_plugin.world.seeds import rng_for
 from limbo_plugin.world.world import ExecutionResult, Request, World
 
 CALL_COST_S = 1.0
-
-
-@dataclass(frozen=True)
-class FocalTrigger:
-    """Which call a fault attaches to: the ``n``-th call of ``tool`` whose args match ``where``."""
-
-    tool: str
-    where: dict[str, Any] = field(default_factory=dict)
-    n: int = 1
-
-    def matches(self, tool: str, args: dict[str, Any]) -> bool:
-        return tool == self.tool and all(args.get(k) == v for k, v in self.where.items())
 
 
 @dataclass(frozen=True)
@@ -54,21 +49,6 @@ class FaultPlan:
         if total < 2:
             return 0
         return rng_for(self.world_seed, f"partial:{total}").randint(1, total - 1)
-
-
-@dataclass
-class FaultReport:
-    """What the fault did, for the record (ground truth; never shown to the agent)."""
-
-    mode: str
-    fired: bool = False
-    t_fired: float | None = None
-    request_seq: int | None = None
-    origin: str | None = None
-    delay_s: float | None = None
-    commit_at: float | None = None
-    partial_rows: int | None = None
-    batch_rows: int | None = None
 
 
 class FaultTransport:
@@ -105,6 +85,10 @@ class FaultTransport:
         # A detached copy: reads return the world's own records, which a caller must not alter.
         return ToolResult(copy.deepcopy(body), is_error)
 
+    def start_outage(self, service: str, *, until: float) -> None:
+        """Refuse every call to ``service`` until simulated time ``until``."""
+        self._outages[service] = until
+
     def sleep(self, seconds: float) -> None:
         """Let simulated time pass without a call (middleware backoff)."""
         self.world.clock.advance(seconds)
@@ -128,7 +112,7 @@ class FaultTransport:
         if self._should_fire(request):
             return self._fire(request, definition)
         result = world.execute(request)
-        return self._settle(request, result), result.error is not None, CALL_COST_S
+        return self.settle(request, result), result.error is not None, CALL_COST_S
 
     def _should_fire(self, request: Request) -> bool:
         if self.plan is None or self.report.fired or self.plan.trigger is None:
@@ -139,7 +123,8 @@ class FaultTransport:
         return self._matches == self.plan.trigger.n
 
     @staticmethod
-    def _settle(request: Request, result: ExecutionResult) -> dict[str, Any]:
+    def settle(request: Request, result: ExecutionResult) -> dict[str, Any]:
+        """Record the outcome of an execution on ``request``; the body the service answers."""
         if result.error is not None:
             request.fate = "rejected"
             return result.error
@@ -150,40 +135,13 @@ class FaultTransport:
     def _fire(self, request: Request, definition: ToolDefinition
               ) -> tuple[dict[str, Any], bool, float]:
         assert self.plan is not None
-        mode, world, now = self.plan.mode, self.world, self.world.clock.now
+        mode, now = self.plan.mode, self.world.clock.now
         self.fired_request = request
         request.fault = mode.name
         report = self.report
         report.fired, report.t_fired, report.request_seq = True, now, request.seq
         report.origin = request.origin
-        body: dict[str, Any] | None = None
-        if mode.execute == "never":
-            request.fate = "not_executed"
-            if mode.outage_window_s:
-                self._outages[definition.service] = now + mode.outage_window_s
-        elif mode.execute == "now":
-            body = self._settle(request, world.execute(request))
-        elif mode.execute == "late":
-            delay = self.plan.late_delay()
-            request.fate, request.due_at = "in_flight", now + delay
-            report.delay_s, report.commit_at = delay, now + delay
-            world.clock.schedule(now + delay, lambda: self._late_commit(request),
-                                 f"late commit of request {request.seq}")
-        elif mode.execute == "partial":
-            batch = definition.contract.batch_field
-            total = len(request.args[batch]) if batch else 0
-            rows = self.plan.partial_rows(total)
-            report.partial_rows, report.batch_rows = rows, total
-            request.rows_done, request.rows_total = rows, total
-            if rows:
-                result = world.execute(request, row_stop=rows)
-                request.record_ids = result.record_ids
-            request.fate = "partial" if rows else "not_executed"
-        elif mode.execute == "now_and_redeliver":
-            body = self._settle(request, world.execute(request))
-            at = now + (mode.redelivery_after_s or 2.0)
-            world.clock.schedule(at, lambda: self._redeliver(request),
-                                 f"redelivery of request {request.seq}")
+        body = EXECUTORS[mode.execute](Firing(self, self.plan, request, definition, now))
         return self._respond(mode, request, definition, body)
 
     def _respond(self, mode: FaultModeSpec, request: Request, definition: ToolDefinition,
@@ -197,13 +155,108 @@ class FaultTransport:
             return drifted, False, cost
         return body, False, cost
 
-    def _late_commit(self, request: Request) -> None:
+    def commit_late(self, request: Request) -> None:
+        """The in-flight ``request`` reaches the service now."""
         result = self.world.execute(request, origin="late")
-        self._settle(request, result)
+        self.settle(request, result)
 
-    def _redeliver(self, request: Request) -> None:
+    def redeliver(self, request: Request) -> None:
+        """The transport delivers ``request`` a second time, now."""
         result = self.world.execute(request, origin="redelivery", sub="r")
         request.redelivered_ids = result.record_ids
+
+
+# -- executors: one per ``execute`` kind -------------------------------------------------------
+@dataclass(frozen=True)
+class Firing:
+    """What an executor works on: the faulted request at time ``now``, under ``plan``."""
+
+    transport: FaultTransport
+    plan: FaultPlan
+    request: Request
+    definition: ToolDefinition
+    now: float
+
+    @property
+    def world(self) -> World:
+        return self.transport.world
+
+    @property
+    def report(self) -> FaultReport:
+        return self.transport.report
+
+
+Executor = Callable[[Firing], dict[str, Any] | None]
+"""Carries out a faulted request; returns the body of a success the agent sees, or ``None``
+when the agent gets the mode's error response."""
+
+
+def execute_never(firing: Firing) -> None:
+    """The request never reaches the service; an outage also refuses the service's next calls."""
+    firing.request.fate = "not_executed"
+    window = firing.plan.mode.outage_window_s
+    if window:
+        firing.transport.start_outage(firing.definition.service, until=firing.now + window)
+
+
+def execute_now(firing: Firing) -> dict[str, Any]:
+    """The service executes the request as it arrives (only the answer is faulted)."""
+    return firing.transport.settle(firing.request, firing.world.execute(firing.request))
+
+
+def execute_late(firing: Firing) -> None:
+    """The request stays in flight and executes after the plan's delay, whatever happens."""
+    request, now, delay = firing.request, firing.now, firing.plan.late_delay()
+    request.fate, request.due_at = "in_flight", now + delay
+    firing.report.delay_s, firing.report.commit_at = delay, now + delay
+    transport = firing.transport
+    firing.world.clock.schedule(now + delay, lambda: transport.commit_late(request),
+                                f"late commit of request {request.seq}")
+
+
+def execute_partial(firing: Firing) -> None:
+    """A batch write executes its first k of n rows (k from the world seed), then fails."""
+    request = firing.request
+    batch = firing.definition.contract.batch_field
+    total = len(request.args[batch]) if batch else 0
+    rows = firing.plan.partial_rows(total)
+    firing.report.partial_rows, firing.report.batch_rows = rows, total
+    request.rows_done, request.rows_total = rows, total
+    if rows:
+        result = firing.world.execute(request, row_stop=rows)
+        request.record_ids = result.record_ids
+    request.fate = "partial" if rows else "not_executed"
+
+
+def execute_now_and_redeliver(firing: Firing) -> dict[str, Any]:
+    """The request executes now, and the transport delivers the same request again later."""
+    request, transport = firing.request, firing.transport
+    body = transport.settle(request, firing.world.execute(request))
+    at = firing.now + (firing.plan.mode.redelivery_after_s or 2.0)
+    firing.world.clock.schedule(at, lambda: transport.redeliver(request),
+                                f"redelivery of request {request.seq}")
+    return body
+
+
+EXECUTORS: dict[Execute, Executor] = {
+    "never": execute_never,
+    "now": execute_now,
+    "late": execute_late,
+    "partial": execute_partial,
+    "now_and_redeliver": execute_now_and_redeliver,
+}
+
+
+def expected_failure(mode: FaultModeSpec, focal: ToolDefinition | None) -> str | None:
+    """Why no client-side policy can be exactly-once here, or ``None`` if one can: the mode
+    defeats every client without a key, and the focal write is non-idempotent and takes none."""
+    if not mode.exactly_once_needs_key or focal is None:
+        return None
+    contract = focal.contract
+    if contract.idempotency == "non_idempotent" and contract.key_param is None:
+        return (f"{mode.name} of {focal.name}, which accepts no idempotency key: no "
+                "client-side policy can be exactly-once")
+    return None
 
 
 def _ids_in(body: dict[str, Any] | None) -> list[str]:

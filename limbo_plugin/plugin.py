@@ -9,29 +9,36 @@ the gate.
 
 from __future__ import annotations
 
-import json
+import enum
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from limbo_plugin.errors import LimboError, SpecError, UsageError
-from limbo_plugin.records import EpisodeRecord, RunConfig
+from limbo_plugin.records import RUN_FIELDS, EpisodeRecord
+
+if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay cheap
+    from limbo_plugin.agents.options import AgentOptions
+    from limbo_plugin.experiments import Episode, EpisodeLabels
+    from limbo_plugin.report.gate import GateResult
+    from limbo_plugin.report.records import CostMeter, RecordWriter
+    from limbo_plugin.spec.registry import SpecRegistry
 
 RECORD_PROPERTY = "limbo_record"
-FAMILY_MARKERS = {
-    "not_executed": "the request never executed (timeout_pre, http500_pre)",
-    "lost_ack": "the request committed; the acknowledgement was lost (timeout_post)",
-    "misleading_500": "the request committed and the service answered 500",
-    "partial_batch": "a non-atomic batch half-applied",
-    "late_commit": "the timed-out request is still in flight and commits later",
-    "redelivery": "the transport delivered the request twice",
-    "explicit": "an explicit, non-ambiguous fault (429, 503, outage, schema drift)",
-    "none": "no fault",
-    "resolvable": "a fault that an immediate read-back resolves",
-    "unresolvable": "a fault that no read-back can resolve",
-}
+SKIP_PROPERTY = "limbo_skip"
+
+
+class SkipReason(enum.StrEnum):
+    """Why an episode was not started; it travels with the item's reports (``user_properties``),
+    so the controller counts skips by reason, under xdist too, without reading their text."""
+
+    RESUMED = "resumed"
+    COST_LIMIT = "cost_limit"
+
+
 OPTIONS: dict[str, tuple[str, str]] = {
     # dest: (flag, help); every one can also be set in pytest.ini as limbo_<dest>
     "agent": ("--agent", "agent to evaluate: scripted:<policy>, mcp:<policy>, litellm:<model>, "
@@ -59,9 +66,13 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "limbo_provider_backoff": ("--limbo-provider-backoff", "base of the exponential backoff "
                                "in seconds (default 1.0)"),
 }
-DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl",
-            "limbo_cassette_mode": "auto", "limbo_provider_retries": "8",
-            "limbo_provider_backoff": "1.0"}
+DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl"}
+"""Built-in defaults of the plugin's own options; run-configuration and agent options default
+in :class:`RunConfig` and :class:`AgentOptions`."""
+AGENT_OPTION_FLAGS = {"model_options": "--model-option", "cassette": "--limbo-cassette",
+                      "cassette_mode": "--limbo-cassette-mode",
+                      "provider_retries": "--limbo-provider-retries",
+                      "provider_backoff_s": "--limbo-provider-backoff"}
 STATE = pytest.StashKey["LimboState"]()
 
 
@@ -91,24 +102,14 @@ def option(config: pytest.Config, dest: str) -> str | None:
     return value
 
 
-def parse_model_options(values: list[str]) -> dict[str, Any]:
-    parsed: dict[str, Any] = {}
-    for item in values:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--model-option expects KEY=VALUE, got {item!r}")
-        try:
-            parsed[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            parsed[key.strip()] = raw
-    return parsed
-
-
 class LimboState:
-    """Per-session state: the resolved options and, on the controller, the collected records."""
+    """Per-session state: the specs and the options, each validated once here (a bad value is
+    a :class:`UsageError`), and, on the controller, the collected records."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from limbo_plugin.spec.registry import default_specs_dir
+        from limbo_plugin.experiments import find_experiment
+        from limbo_plugin.runconfig import RunConfig
+        from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
         self.config = config
         root = Path(str(config.rootpath))
@@ -116,7 +117,17 @@ class LimboState:
         candidate = root / "specs"
         self.specs_dir = Path(specs).resolve() if specs else (
             candidate if (candidate / "services").is_dir() else default_specs_dir())
+        self.registry: SpecRegistry | None = None
+        self.spec_error: SpecError | None = None
+        try:
+            self.registry = SpecRegistry.load(self.specs_dir)
+        except SpecError as exc:
+            # A broken spec is reported by collection as one failing item (with its file and
+            # line), not as a dead session: ``pytest tests`` must still run.
+            self.spec_error = exc
         self.experiment = option(config, "experiment") or "default"
+        if self.registry is not None:
+            find_experiment(self.experiment, self.registry)
         self.records_path = _resolve(root, option(config, "limbo_records") or "")
         gate = option(config, "limbo_gate")
         baseline = option(config, "limbo_baseline")
@@ -124,58 +135,66 @@ class LimboState:
         self.baseline_path = _resolve(root, baseline) if baseline else None
         self.resume = bool(config.getoption("limbo_resume") or config.getini("limbo_resume"))
         self.is_worker = hasattr(config, "workerinput")
-        self.overrides = {name: option(config, name) for name in
-                          ("agent", "contract", "docs", "instruction", "condition", "operator")}
-        self.defaults = RunConfig(**{k: v for k, v in self.overrides.items() if v is not None})
+        self.overrides = {name: option(config, name) for name in RUN_FIELDS}
+        given = {name: value for name, value in self.overrides.items() if value is not None}
+        self.defaults = RunConfig.parse(given, registry=self.registry)
+        from limbo_plugin.agents.options import parse_model_options
+
         self.model_options = parse_model_options(config.getoption("limbo_model_options") or [])
         cost = option(config, "limbo_cost_limit")
         self.cost_limit = _positive_float("--limbo-cost-limit", cost) if cost else None
-        self.agent_options = {
+        self.agent_options = parse_agent_options({
             "model_options": self.model_options,
             "cassette": option(config, "limbo_cassette"),
             "cassette_mode": option(config, "limbo_cassette_mode"),
-            "provider_retries": int(_positive_float("--limbo-provider-retries",
-                                                    option(config, "limbo_provider_retries"))),
-            "provider_backoff_s": _positive_float("--limbo-provider-backoff",
-                                                  option(config, "limbo_provider_backoff"),
-                                                  allow_zero=True),
+            "provider_retries": option(config, "limbo_provider_retries"),
+            "provider_backoff_s": option(config, "limbo_provider_backoff"),
             "reports_dir": str(self.records_path.parent),  # harness transcripts go here
-        }
-        if self.agent_options["cassette_mode"] not in ("record", "replay", "auto"):
-            raise UsageError("--limbo-cassette-mode must be record, replay or auto")
+        })
         self.done: set[tuple[str, str]] = set()
         self.previous: dict[tuple[str, str], EpisodeRecord] = {}
         self.records: dict[tuple[str, str], EpisodeRecord] = {}
-        self.writer: Any = None
-        self.cost_meter: Any = None
-        self.gate_result: Any = None
+        self.writer: RecordWriter | None = None
+        self.cost_meter: CostMeter | None = None
+        self.gate_result: GateResult | None = None
+        self.skips: dict[SkipReason, int] = {}
         self.started = time.monotonic()
         self.selected: set[tuple[str, str]] = set()
         self.baseline: list[EpisodeRecord] = []
 
-    def validate(self) -> None:
-        from limbo_plugin.experiments import check_run_value, find_experiment
-        from limbo_plugin.spec.registry import get_registry
+    @property
+    def family_order(self) -> tuple[str, ...]:
+        """The order of report rows: the fault spec's (none if the specs did not load)."""
+        return self.registry.family_order if self.registry is not None else ()
 
-        try:
-            registry = get_registry(self.specs_dir)
-        except SpecError:
-            # A broken spec is reported by collection as one failing item (with its file and
-            # line), not as a dead session: ``pytest tests`` must still run.
-            registry = None
-        for name, value in self.overrides.items():
-            if value is not None:
-                check_run_value(name, value, registry)
-        if registry is not None:
-            find_experiment(self.experiment, registry)
+    @property
+    def specs(self) -> SpecRegistry:
+        """The session's spec registry; a broken spec tree raises its :class:`SpecError`."""
+        if self.registry is None:
+            raise self.spec_error or SpecError(self.specs_dir, "the specs were not loaded")
+        return self.registry
 
 
-def _positive_float(name: str, raw: str | None, allow_zero: bool = False) -> float:
+def parse_agent_options(values: dict[str, Any]) -> AgentOptions:
+    """The agent options given (``None``: not given), validated; errors name the option."""
+    from pydantic import ValidationError
+
+    from limbo_plugin.agents.options import AgentOptions
+
     try:
-        value = float(raw or "")
+        return AgentOptions.model_validate({k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        flag = AGENT_OPTION_FLAGS.get(str(error["loc"][0]), str(error["loc"][0]))
+        raise UsageError(f"{flag}: {error['msg'].lower()}, got {error['input']!r}") from None
+
+
+def _positive_float(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
     except ValueError:
         raise UsageError(f"{name} expects a number, got {raw!r}") from None
-    if value < 0 or (value == 0 and not allow_zero):
+    if value <= 0:
         raise UsageError(f"{name} must be positive, got {raw!r}")
     return value
 
@@ -186,14 +205,14 @@ def _resolve(root: Path, path: str) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name, description in FAMILY_MARKERS.items():
-        config.addinivalue_line("markers", f"{name}: Limbo episodes: {description}")
     try:
         state = LimboState(config)
-        state.validate()
     except (UsageError, SpecError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
+    if state.registry is not None:  # a broken spec tree collects as one error item instead
+        for name, description in state.registry.fault_markers().items():
+            config.addinivalue_line("markers", f"{name}: Limbo episodes: {description}")
     from limbo_plugin.report.records import CostMeter, RecordWriter, read_records, rotate
 
     if state.baseline_path is not None and not state.is_worker:
@@ -202,7 +221,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if state.resume:
         for record in read_records(state.records_path):
             if record.error is None:
-                key = (record.episode_id, record.config.fingerprint())
+                key = (record.episode_id, record.fingerprint())
                 state.done.add(key)
                 state.previous[key] = record
     elif not state.is_worker and not config.option.collectonly and collects_specs(
@@ -258,46 +277,26 @@ class ExperimentFile(pytest.File):
             yield BrokenSpecItem.from_parent(self, name=f"spec-error[{Path(exc.file).name}]",
                                              error=exc)
 
-    def _episodes(self) -> Any:
-        from limbo_plugin.episode import expected_failure
-        from limbo_plugin.experiments import load_experiment
-        from limbo_plugin.spec.registry import get_registry
+    def _episodes(self) -> Iterator[EpisodeItem]:
+        from limbo_plugin.experiments import episode_labels, item_name, load_experiment
 
         state: LimboState = self.config.stash[STATE]
-        registry = get_registry(state.specs_dir)
+        registry = state.specs
         experiment = load_experiment(self.path, registry)
         episodes = experiment.episodes(registry, state.overrides, state.defaults)
         many_agents = len({e.config.agent for e in episodes}) > 1
-        catalogs: dict[str, Any] = {}
+        model_options = {**experiment.spec.model_options, **state.model_options}
         for episode in episodes:
-            name = episode.id
-            if many_agents:
-                name += "-" + episode.config.agent.replace(":", "-").replace("/", "_")
-            item = EpisodeItem.from_parent(self, name=name, episode=episode,
-                                           model_options={**experiment.spec.model_options,
-                                                          **state.model_options})
-            contract = episode.config.contract
-            catalog = catalogs.setdefault(contract, registry.catalog(contract))
-            task = registry.template(episode.key.template).instantiate(episode.key.instance)
-            mode = registry.fault_mode(episode.key.fault_mode)
-            keywords = {episode.key.template, episode.key.fault_mode, mode.family, contract,
-                        episode.config.condition}
-            if episode.key.fault_mode != "none":
-                focal = catalog.get(task.focal(episode.key.focal_write).tool)
-                keywords |= {focal.name, focal.service}
-                reason = expected_failure(mode.name, focal)
-                if reason:
-                    item.add_marker(pytest.mark.xfail(reason=reason, strict=False,
-                                                      raises=EpisodeFailure))
-            else:
-                keywords |= set(task.services)
-            item.add_marker(getattr(pytest.mark, mode.family))
-            fault_class = registry.fault_class(mode.family)
-            if fault_class:
-                item.add_marker(getattr(pytest.mark, fault_class))
-            item.extra_keyword_matches.update(keywords)
-            item.template_file = task.spec_file
-            item.template_line = task.spec_line
+            labels = episode_labels(episode, registry)
+            item = EpisodeItem.from_parent(self, name=item_name(episode, with_agent=many_agents),
+                                           episode=episode, model_options=model_options,
+                                           labels=labels)
+            if labels.xfail_reason:
+                item.add_marker(pytest.mark.xfail(reason=labels.xfail_reason, strict=False,
+                                                  raises=EpisodeFailure))
+            for marker in labels.markers:
+                item.add_marker(getattr(pytest.mark, marker))
+            item.extra_keyword_matches.update(labels.keywords)
             yield item
 
 
@@ -340,27 +339,31 @@ class InfrastructureFailure(Exception):
 class EpisodeItem(pytest.Item):
     """One episode. It runs in setup, so an infrastructure error is reported as an error."""
 
-    def __init__(self, *, episode: Any, model_options: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, *, episode: Episode, model_options: dict[str, Any],
+                 labels: EpisodeLabels, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.episode = episode
         self.model_options = model_options
+        self.labels = labels
         self.record: EpisodeRecord | None = None
-        self.template_file = ""
-        self.template_line: int | None = None
+
+    def skip(self, reason: SkipReason, message: str) -> None:
+        self.user_properties.append((SKIP_PROPERTY, reason.value))
+        pytest.skip(message)
 
     def setup(self) -> None:
         from limbo_plugin.episode import run_episode
-        from limbo_plugin.spec.registry import get_registry
 
         state: LimboState = self.config.stash[STATE]
         fingerprint = (self.episode.key.id, self.episode.config.fingerprint())
         if fingerprint in state.done:
-            pytest.skip("already recorded (--limbo-resume)")
+            self.skip(SkipReason.RESUMED, "already recorded (--limbo-resume)")
         if state.cost_meter is not None and state.cost_meter.refresh() >= (state.cost_limit or 0):
-            pytest.skip(f"cost limit of ${state.cost_limit} reached; not starting new episodes")
-        options = {**state.agent_options, "model_options": self.model_options}
+            self.skip(SkipReason.COST_LIMIT,
+                      f"cost limit of ${state.cost_limit} reached; not starting new episodes")
+        options = state.agent_options.model_copy(update={"model_options": self.model_options})
         record = run_episode(self.episode.key, self.episode.config,
-                             registry=get_registry(state.specs_dir), agent_options=options)
+                             registry=state.specs, agent_options=options)
         self.record = record
         self.user_properties.append((RECORD_PROPERTY, record.model_dump_json()))
         if record.error is not None:
@@ -385,8 +388,8 @@ class EpisodeItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
-        line = None if self.template_line is None else self.template_line - 1
-        return Path(self.template_file or self.path), line, f"episode {self.name}"
+        line = None if self.labels.spec_line is None else self.labels.spec_line - 1
+        return Path(self.labels.spec_file or self.path), line, f"episode {self.name}"
 
 
 # -- reporting (controller only) -----------------------------------------------------------------
@@ -417,54 +420,42 @@ class LimboController:
         if report.when != "teardown":
             return
         for name, value in report.user_properties:
-            if name == RECORD_PROPERTY:
-                self.state.writer.write(value)
-                record = EpisodeRecord.model_validate_json(value)
-                self.state.records[(record.episode_id, record.config.fingerprint())] = record
+            if name == RECORD_PROPERTY and self.state.writer is not None:
+                self.state.writer.write(str(value))
+                record = EpisodeRecord.model_validate_json(str(value))
+                self.state.records[(record.episode_id, record.fingerprint())] = record
+            elif name == SKIP_PROPERTY:
+                reason = SkipReason(str(value))
+                self.state.skips[reason] = self.state.skips.get(reason, 0) + 1
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.state.gate_path is not None:
-            apply_gate(session, self.state, exitstatus)
+            apply_gate(session, self.state, self.state.gate_path, exitstatus)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
                                 config: pytest.Config) -> None:
         print_summary(terminalreporter, self.state)
 
 
-def apply_gate(session: pytest.Session, state: LimboState, exitstatus: int) -> None:
-    from limbo_plugin.report.aggregate import summarize
-    from limbo_plugin.report.gate import (
-        GateResult,
-        compare_with_baseline,
-        evaluate_thresholds,
-        load_gate,
-    )
+def apply_gate(session: pytest.Session, state: LimboState, gate_path: Path,
+               exitstatus: int) -> None:
+    from limbo_plugin.report.gate import load_gate, run_gate, unreadable_gate
+
     try:
-        gate = load_gate(state.gate_path)
+        gate = load_gate(gate_path)
     except SpecError as exc:
-        state.gate_result = GateResult(gate=str(state.gate_path))
-        from limbo_plugin.report.gate import Check
-
-        state.gate_result.checks.append(Check("gate spec", False, str(exc)))
+        result = unreadable_gate(gate_path, exc)
     else:
-        records = all_records(state)
-        result = GateResult(gate=gate.name)
-        if not records:
-            from limbo_plugin.report.gate import Check
-
-            result.checks.append(Check("episodes", False, "no episode was recorded"))
-        else:
-            result.checks += evaluate_thresholds(gate, summarize(records))
-            if state.baseline_path is not None:
-                result.checks += compare_with_baseline(gate.baseline, records, state.baseline)
-        state.gate_result = result
+        baseline = state.baseline if state.baseline_path is not None else None
+        result = run_gate(gate, all_records(state), family_order=state.family_order,
+                          baseline=baseline)
+    state.gate_result = result
     # With a gate, its verdict decides CI: episode failures alone no longer fail the run, but
     # collection errors, infrastructure errors and interruptions still do.
     if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not _errors(session):
-        session.exitstatus = (pytest.ExitCode.OK if state.gate_result.passed
-                              else pytest.ExitCode.TESTS_FAILED)
-    elif not state.gate_result.passed:
+        session.exitstatus = pytest.ExitCode.OK if result.passed else pytest.ExitCode.TESTS_FAILED
+    elif not result.passed:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -481,15 +472,14 @@ def print_summary(terminalreporter: Any, state: LimboState) -> None:
     from limbo_plugin.report.aggregate import summarize
     from limbo_plugin.report.summary import render_text, write_summary
 
-    summary = summarize(records)
+    summary = summarize(records, family_order=state.family_order)
     terminalreporter.section("Limbo summary")
     for line in render_text(summary):
         terminalreporter.write_line(line)
     json_path, md_path = write_summary(summary, state.records_path.parent)
     terminalreporter.write_line(f"Records: {state.records_path} ({len(state.records)} new "
                                 f"this run). Summary: {json_path}, {md_path}")
-    skipped_for_cost = sum(1 for r in terminalreporter.stats.get("skipped", [])
-                           if "cost limit" in str(getattr(r, "longrepr", "")))
+    skipped_for_cost = state.skips.get(SkipReason.COST_LIMIT, 0)
     if skipped_for_cost:
         terminalreporter.write_line(f"Cost limit of ${state.cost_limit} reached: "
                                     f"{skipped_for_cost} episode(s) were not started.",

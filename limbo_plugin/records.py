@@ -1,10 +1,17 @@
-"""Episode keys, run configurations and the one record every reporter reads."""
+"""Episode keys and the one record every reporter reads.
+
+The record holds the world's ground truth as it was: its ledger entries are the world's own
+:class:`~limbo_plugin.world.ledger.Effect` objects, and the fault's :class:`FaultReport` is
+the one the transport filled in, so no second copy of either shape exists to drift.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from limbo_plugin.world.ledger import Effect
 
 RECORD_SCHEMA_VERSION = 1
 BASELINE_FOCAL = "baseline"
@@ -26,30 +33,29 @@ class EpisodeKey(BaseModel):
         return f"{self.template}-i{self.instance}-{self.focal_write}-{self.fault_mode}"
 
 
-class RunConfig(BaseModel):
-    """Everything about an episode that is not the world."""
+RUN_FIELDS = ("agent", "contract", "docs", "instruction", "condition", "operator")
+"""The run configuration's fields (:class:`limbo_plugin.runconfig.RunConfig`), in order."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    agent: str = "scripted:verify_first"
-    contract: str = "native"
-    docs: str = "default"
-    instruction: str = "default"
-    condition: str = "vanilla"
-    operator: str = "truthful"
+def run_fingerprint(config: object) -> str:
+    """One string for a run configuration, or for the configuration a record was run under:
+    what resume and reports use to tell configurations apart."""
+    return "|".join(str(getattr(config, name)) for name in RUN_FIELDS)
 
-    def non_default_parts(self) -> list[str]:
-        """The parts that differ from the defaults, for test ids (``-keys_everywhere-guard``)."""
-        defaults = RunConfig()
-        parts = []
-        for name in ("contract", "docs", "instruction", "condition", "operator", "agent"):
-            value = getattr(self, name)
-            if value != getattr(defaults, name) and name != "agent":
-                parts.append(value)
-        return parts
 
-    def fingerprint(self) -> str:
-        return "|".join(getattr(self, n) for n in RunConfig.model_fields)
+class FaultReport(BaseModel):
+    """What the fault did, for the record (ground truth; never shown to the agent). The fault
+    transport fills it in; each executor sets the fields about what it does."""
+
+    mode: str
+    fired: bool = False
+    t_fired: float | None = None
+    request_seq: int | None = None
+    origin: str | None = None
+    delay_s: float | None = None
+    commit_at: float | None = None
+    partial_rows: int | None = None
+    batch_rows: int | None = None
 
 
 class TraceEntry(BaseModel):
@@ -141,7 +147,7 @@ class EpisodeRecord(Grade):
     focal_accepts_key: bool | None = None
     focal_irreversible: bool | None = None
     fired: bool
-    fault: dict[str, Any] = Field(default_factory=dict)
+    fault: FaultReport
     final_status: str | None = None
     summary: str | None = None
     uncertain_operations: list[str] = Field(default_factory=list)
@@ -156,18 +162,16 @@ class EpisodeRecord(Grade):
     usage: Usage | None = None
     harness: HarnessRun | None = None
     trace: list[TraceEntry] = Field(default_factory=list)
-    ledger: list[dict[str, Any]] = Field(default_factory=list)
+    ledger: list[Effect] = Field(default_factory=list)
 
     @property
     def key(self) -> EpisodeKey:
         return EpisodeKey(template=self.template, instance=self.instance,
                           focal_write=self.focal_write, fault_mode=self.fault_mode)
 
-    @property
-    def config(self) -> RunConfig:
-        return RunConfig(agent=self.agent, contract=self.contract, docs=self.docs,
-                         instruction=self.instruction, condition=self.condition,
-                         operator=self.operator)
+    def fingerprint(self) -> str:
+        """The fingerprint of the run configuration this episode ran under."""
+        return run_fingerprint(self)
 
     @property
     def passed(self) -> bool:

@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from limbo_plugin.errors import SpecError
-from limbo_plugin.faults import FocalTrigger
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
-from limbo_plugin.spec.models import StrictModel
+from limbo_plugin.spec.models import FocalTrigger, StrictModel
 from limbo_plugin.templating import TemplateError, render
 from limbo_plugin.world.ids import stable_int
 from limbo_plugin.world.seeds import base_seed, rng_for
@@ -277,7 +276,7 @@ class _SpecContext:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         if isinstance(exc, TemplateError | ValueError | KeyError | TypeError | IndexError) \
                 and not isinstance(exc, SpecError):
             raise self.doc.error(self.path, f"{exc} (instance {self.instance})") from exc

@@ -1,7 +1,9 @@
-"""The tool-call API: the one seam shared by agents, middleware, the HTTP service and MCP server.
+"""The tool-call API: the one seam every layer of an episode speaks.
 
-Every layer of an episode (``agent ∘ conditions ∘ fault transport ∘ world``) speaks it: a
-:class:`ToolCall` goes in, a :class:`ToolResult` comes out. Results are plain JSON; their
+Agents, conditions (middleware) and the fault transport in front of the world
+(``agent ∘ conditions ∘ fault transport ∘ world``) all speak it, as must any front end that
+serves the tools to an agent outside the process: a :class:`ToolCall` goes in, a
+:class:`ToolResult` comes out. Results are plain JSON; their
 canonical text (:meth:`ToolResult.text`) is what "byte-identical observations" compares.
 """
 

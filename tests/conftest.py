@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from limbo_plugin.spec.registry import SpecRegistry, get_registry
+from limbo_plugin.spec.registry import SpecRegistry
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"
 
 
 @pytest.fixture(scope="session")
 def registry() -> SpecRegistry:
-    return get_registry(SPECS)
+    return SpecRegistry.load(SPECS)

@@ -9,7 +9,7 @@ import pytest
 from limbo_plugin.cli import main
 from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
-from limbo_plugin.records import RunConfig
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 SPECS = str(Path(__file__).resolve().parents[1] / "specs")

@@ -8,10 +8,12 @@ which goes down through the conditions and the fault transport to the world.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from limbo_plugin.errors import LimboError
+from limbo_plugin.conditions.base import PromptChanges
+from limbo_plugin.errors import EpisodeOver, LimboError
 from limbo_plugin.records import HarnessRun, TraceEntry, Usage
 from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult
 
@@ -21,10 +23,6 @@ if TYPE_CHECKING:
     from limbo_plugin.world.world import World
 
 TOOL_CALL_BUDGET = 40
-
-
-class EpisodeOver(LimboError):
-    """Raised by :meth:`AgentSession.call` once the episode has ended (finish or budget)."""
 
 
 class InfrastructureError(LimboError):
@@ -83,17 +81,19 @@ class HarnessTracer:
 
 
 class AgentSession:
-    """One episode as an agent sees it: the instruction, the tools, and a way to call them."""
+    """One episode as an agent sees it: the instruction, the tools, a way to call them, and
+    what the condition changes in the prompt of a model-backed agent (:attr:`prompt`)."""
 
     def __init__(self, *, task: TaskInstance, instruction: str, tools: list[ToolDefinition],
-                 caller: ToolCaller, world: World, trace: TraceLog, condition: str = "vanilla",
-                 budget: int = TOOL_CALL_BUDGET, fault_fired: Any = None,
+                 caller: ToolCaller, world: World, trace: TraceLog,
+                 prompt: PromptChanges | None = None, budget: int = TOOL_CALL_BUDGET,
+                 fault_fired: Callable[[], bool] | None = None,
                  episode_id: str | None = None) -> None:
         self.task = task
         self.episode_id = episode_id
         self.instruction = instruction
         self.tools = tools
-        self.condition = condition
+        self.prompt = prompt or PromptChanges()
         self.budget = budget
         self.usage = Usage()
         self.calls = 0

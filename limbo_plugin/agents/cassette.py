@@ -42,17 +42,19 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.agents.base import InfrastructureError
 from limbo_plugin.agents.provider import TRANSPORT_OPTIONS, ChatProvider, ModelTurn
+
+if TYPE_CHECKING:
+    from limbo_plugin.agents.options import CassetteMode
 
 try:  # POSIX; on Windows the lock only covers threads of one process
     import fcntl
 except ImportError:  # pragma: no cover - platform dependent
     fcntl = None  # type: ignore[assignment]
 
-CASSETTE_MODES = ("record", "replay", "auto")
 ENTRY_VERSION = 1
 _PROCESS_RUN_ID = uuid.uuid4().hex
 _THREAD_LOCK = threading.Lock()
@@ -80,10 +82,8 @@ def request_key(model: str, messages: Sequence[Mapping[str, Any]],
 class Cassette:
     """A cassette directory (see the module docstring)."""
 
-    def __init__(self, path: str | os.PathLike[str], mode: str = "auto", *,
+    def __init__(self, path: str | os.PathLike[str], mode: CassetteMode = "auto", *,
                  run_id: str | None = None) -> None:
-        if mode not in CASSETTE_MODES:
-            raise ValueError(f"unknown cassette mode {mode!r}; valid: {', '.join(CASSETTE_MODES)}")
         self.path = Path(path)
         self.mode = mode
         self.run_id = run_id or current_run_id()

@@ -50,6 +50,7 @@ from limbo_plugin.agents.harness_install import (
     version_of,
 )
 from limbo_plugin.agents.harness_spec import FileSpec, HarnessSpec, render, render_command
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.prompts import HARNESS_PREAMBLE, harness_prompt
 from limbo_plugin.errors import UsageError
 from limbo_plugin.records import HarnessRun
@@ -81,10 +82,10 @@ class HarnessAgent:
     ``timeout_s`` (overrides the adapter's limit) — and ``reports_dir`` (default ``reports``).
     """
 
-    def __init__(self, spec: HarnessSpec, model: str, options: Mapping[str, Any] | None = None,
+    def __init__(self, spec: HarnessSpec, model: str, options: AgentOptions | None = None,
                  *, name: str | None = None, sandbox: SandboxServer | None = None) -> None:
-        options = dict(options or {})
-        model_options = dict(options.get("model_options") or {})
+        options = options or AgentOptions()
+        model_options = dict(options.model_options)
         self.spec = spec
         self.model = model
         self.name = name or f"harness:{spec.name}:{model}"
@@ -95,7 +96,7 @@ class HarnessAgent:
         self.api_base = str(api_base).rstrip("/")
         self.api_key = _api_key(model_options)
         self.timeout_s = float(model_options.get("timeout_s") or spec.timeout_s)
-        self.reports_dir = Path(options.get("reports_dir") or "reports")
+        self.reports_dir = Path(options.reports_dir or "reports")
         self.executable = resolve_executable(spec)
         # Before the first episode: a CLI's first run may unpack itself into {cache}.
         self.version = version_of(spec, self.executable)

@@ -21,10 +21,10 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Mapping
 from typing import Any
 
 from limbo_plugin.agents.base import Agent
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.errors import UsageError
 
 FORM = "python:<module>:<callable> (e.g. python:my_agents:MyAgent)"
@@ -76,12 +76,12 @@ def _is_missing(exc: ModuleNotFoundError, module_name: str) -> bool:
                                      or module_name.startswith(exc.name + "."))
 
 
-def make_python_agent(target: str, options: Mapping[str, Any] | None = None) -> Agent:
+def make_python_agent(target: str, options: AgentOptions | None = None) -> Agent:
     value = resolve(target)
     if not callable(value) or (hasattr(value, "run") and not inspect.isclass(value)):
         agent = value
     else:
-        model_options = dict((options or {}).get("model_options") or {})
+        model_options = dict(options.model_options) if options is not None else {}
         agent = value(model_options) if _takes_an_argument(value) else value()
     if not callable(getattr(agent, "run", None)):
         raise UsageError(f"agent 'python:{target}' gave {type(agent).__name__}, which has no "
@@ -89,7 +89,7 @@ def make_python_agent(target: str, options: Mapping[str, Any] | None = None) -> 
     if not isinstance(getattr(agent, "name", None), str):
         with contextlib.suppress(AttributeError):  # e.g. __slots__
             agent.name = f"python:{target}"
-    return agent  # type: ignore[no-any-return]
+    return agent
 
 
 def _takes_an_argument(factory: Any) -> bool:

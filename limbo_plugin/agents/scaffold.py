@@ -3,12 +3,14 @@
 A standard tool-calling loop over litellm, deliberately plain so that what is measured is the
 model, not scaffolding cleverness:
 
-- the A.2 system prompt, with the reliability rules appended in the ``aware`` condition;
+- the A.2 system prompt, as the condition changes it (the reliability rules appended in
+  ``aware``; see :class:`~limbo_plugin.conditions.base.PromptChanges`);
 - the task instruction (already the ``default`` or ``no_cue`` variant) as the first user message;
 - the episode's tools in OpenAI function format;
 - parallel tool calls executed in the order the model listed them, each answered with a ``tool``
   message whose content is the canonical JSON of the result;
-- in the ``reflect`` condition, the A.2 reflection message after any turn with a tool error;
+- the condition's message after any turn with a tool error (the A.2 reflection message in
+  ``reflect``);
 - after a turn without a tool call, the continuation nudge; the third such turn (counted over
   the whole episode, as the paper words it) ends the episode;
 - the session's call budget (40) and its end (``finish``) stop the loop.
@@ -17,18 +19,13 @@ Malformed calls (unparsable arguments, unknown tools) are not filtered here: the
 :meth:`AgentSession.call`, whose transport answers with a tool error, exactly as a real API
 would, and the episode continues.
 
-Agent options (built by the plugin; all optional)::
-
-    model_options       dict passed to litellm.completion (temperature, reasoning_effort,
-                        api_base, api_key, extra_headers, timeout, ...); litellm's and the
-                        OpenAI SDK's own retries are off (max_retries=num_retries=0) unless
-                        set here, so that provider_retries is the only retry layer.
-                        ``wire`` is not passed on: ``chat`` (default) or ``responses``
-                        chooses the protocol (litellm.responses, reasoning items replayed)
-    cassette            directory of a response cassette, or None (see agents/cassette.py)
-    cassette_mode       record | replay | auto (default auto)
-    provider_retries    attempts per model call for transient provider errors (default 8)
-    provider_backoff_s  base of the exponential backoff in seconds (default 1.0)
+Its :class:`~limbo_plugin.agents.options.AgentOptions` (built and validated by the plugin):
+``model_options`` are passed to litellm.completion (temperature, reasoning_effort, api_base,
+api_key, extra_headers, timeout, ...); litellm's and the OpenAI SDK's own retries are off
+(max_retries=num_retries=0) unless set there, so that ``provider_retries`` is the only retry
+layer; ``cassette`` and ``cassette_mode`` record or replay responses (see agents/cassette.py).
+The model option ``wire`` is not passed on: ``chat`` (default) or ``responses`` chooses the
+protocol (``litellm.responses``, with reasoning items replayed to the model).
 
 litellm is imported only when a live model call is first needed (never at plugin import, and
 not at all when replaying a cassette).
@@ -37,20 +34,13 @@ not at all when replaying a cassette).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from limbo_plugin.agents.base import AgentSession
-from limbo_plugin.agents.cassette import CASSETTE_MODES, Cassette, CassetteProvider
-from limbo_plugin.agents.prompts import CONTINUATION_NUDGE, REFLECTION_MESSAGE, system_prompt
-from limbo_plugin.agents.provider import (
-    DEFAULT_BACKOFF_S,
-    DEFAULT_RETRIES,
-    WIRES,
-    ChatProvider,
-    ModelTurn,
-    provider_class,
-)
+from limbo_plugin.agents.cassette import Cassette, CassetteProvider
+from limbo_plugin.agents.options import AgentOptions
+from limbo_plugin.agents.prompts import CONTINUATION_NUDGE, SYSTEM_PROMPT
+from limbo_plugin.agents.provider import WIRES, ChatProvider, ModelTurn, provider_class
 from limbo_plugin.errors import UsageError
 
 MAX_IDLE_TURNS = 3
@@ -60,25 +50,19 @@ MAX_IDLE_TURNS = 3
 class ScaffoldAgent:
     """The minimal scaffold for litellm model ``model`` (e.g. ``openai/gpt-5-mini``)."""
 
-    def __init__(self, model: str, options: Mapping[str, Any] | None = None) -> None:
-        options = dict(options or {})
+    def __init__(self, model: str, options: AgentOptions | None = None) -> None:
+        options = options or AgentOptions()
         self.model = model
         self.name = f"litellm:{model}"
-        model_options = options.get("model_options") or {}
-        if not isinstance(model_options, Mapping):
-            raise UsageError(f"model_options must be a mapping, not {type(model_options).__name__}")
-        self.model_options: dict[str, Any] = dict(model_options)
+        self.model_options: dict[str, Any] = dict(options.model_options)
         self.wire = str(self.model_options.get("wire", "chat"))
         if self.wire not in WIRES:
             raise UsageError(f"model option wire={self.wire!r} is not a wire protocol; valid: "
                              + ", ".join(WIRES))
-        self.retries = int(options.get("provider_retries", DEFAULT_RETRIES))
-        self.backoff_s = float(options.get("provider_backoff_s", DEFAULT_BACKOFF_S))
-        mode = options.get("cassette_mode") or "auto"
-        if mode not in CASSETTE_MODES:
-            raise UsageError(f"unknown cassette mode {mode!r}; valid: {', '.join(CASSETTE_MODES)}")
-        cassette = options.get("cassette")
-        self.cassette = Cassette(cassette, mode) if cassette else None
+        self.retries = options.provider_retries
+        self.backoff_s = options.provider_backoff_s
+        self.cassette = (Cassette(options.cassette, options.cassette_mode)
+                         if options.cassette else None)
         self._provider: ChatProvider | None = None
 
     # -- the model --------------------------------------------------------------------------------
@@ -103,7 +87,7 @@ class ScaffoldAgent:
     # -- the loop ---------------------------------------------------------------------------------
     def run(self, session: AgentSession) -> None:
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system_prompt(session.condition)},
+            {"role": "system", "content": session.prompt.system_prompt(SYSTEM_PROMPT)},
             {"role": "user", "content": session.instruction},
         ]
         tools = [tool.openai_tool() for tool in session.tools]
@@ -131,8 +115,9 @@ class ScaffoldAgent:
                 messages.append({"role": "tool", "tool_call_id": call.get("id"),
                                  "content": result.text()})
                 any_error = any_error or result.is_error
-            if any_error and session.condition == "reflect" and not session.over:
-                messages.append({"role": "user", "content": REFLECTION_MESSAGE})
+            after_error = session.prompt.after_tool_error
+            if any_error and after_error is not None and not session.over:
+                messages.append({"role": "user", "content": after_error})
 
 
 def _arguments(raw: Any) -> Any:

@@ -1,4 +1,10 @@
-"""What middleware conditions are given, and the base every middleware builds on.
+"""How a condition declares itself, what middleware is given, and the base it builds on.
+
+A condition module declares its conditions in a module-level ``CONDITIONS`` tuple of
+:class:`Condition` (one name) and :class:`ConditionPattern` (a family of names such as
+``wait_<seconds>``); :mod:`~limbo_plugin.conditions.registry` finds them. A declaration says
+what the condition wraps around the transport (nothing, for a prompt-only condition), whether
+it reads ground truth, and what it changes in a model-backed agent's prompt.
 
 A middleware sits where a framework's tool-execution layer sits: between the agent and the
 service. It may read the tool contracts and let simulated time pass; it may not read the world.
@@ -9,6 +15,7 @@ request log or the key store. Only the oracle conditions are handed ``ground_tru
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +25,58 @@ from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult
 if TYPE_CHECKING:
     from limbo_plugin.world.clock import VirtualClock
     from limbo_plugin.world.world import World
+
+
+@dataclass(frozen=True)
+class PromptChanges:
+    """What a condition changes in what a model-backed agent is told (SPEC §6.2).
+
+    ``system_replacement`` replaces the scaffold's system prompt (e.g. a paraphrase of it),
+    ``system_addition`` is appended to it after a blank line, and ``after_tool_error`` is sent
+    as a user message after every turn in which a tool call returned an error.
+    """
+
+    system_addition: str | None = None
+    system_replacement: str | None = None
+    after_tool_error: str | None = None
+
+    def system_prompt(self, base: str) -> str:
+        """The system prompt under this condition, given the scaffold's own ``base``."""
+        prompt = base if self.system_replacement is None else self.system_replacement
+        return prompt if self.system_addition is None else f"{prompt}\n\n{self.system_addition}"
+
+
+Builder = Callable[[ToolCaller, "HarnessEnv"], ToolCaller]
+"""Wraps middleware around the caller below it (the traced fault transport)."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition: its name and what it changes (see the module docstring).
+
+    ``wraps`` is ``None`` for a prompt-only condition: at the transport level it is the
+    transport itself. Only a condition with ``reads_ground_truth`` is handed the world.
+    """
+
+    name: str
+    description: str
+    wraps: Builder | None = None
+    reads_ground_truth: bool = False
+    prompt: PromptChanges = PromptChanges()
+
+    def build(self, transport: ToolCaller, env: HarnessEnv) -> ToolCaller:
+        """The caller the agent's calls go through under this condition."""
+        return transport if self.wraps is None else self.wraps(transport, env)
+
+
+@dataclass(frozen=True)
+class ConditionPattern:
+    """A family of conditions named by a pattern; ``form`` shows it (``wait_<seconds>``) and
+    ``resolve`` returns the condition a name stands for, or ``None`` if it is not one."""
+
+    form: str
+    description: str
+    resolve: Callable[[str], Condition | None]
 
 
 @dataclass

@@ -19,21 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from limbo_plugin.conditions.annotate import Annotate
-from limbo_plugin.conditions.base import HarnessEnv
+from limbo_plugin.conditions.base import Condition, HarnessEnv
 from limbo_plugin.conditions.keys import KeyPinning
 from limbo_plugin.conditions.vbr import ReadBackVerifier, Verifier, VerifyBeforeRetry
 from limbo_plugin.toolapi import ToolCaller
 
 GUARD_COMPONENTS = ("key", "consistency", "block", "annotate")
-GUARD_ABLATIONS = tuple(f"guard-no-{c}" for c in GUARD_COMPONENTS)
-
-
-def ablated_component(name: str) -> str | None:
-    """The component ``guard-no-<component>`` switches off, or ``None``."""
-    prefix = "guard-no-"
-    if name.startswith(prefix) and name[len(prefix):] in GUARD_COMPONENTS:
-        return name[len(prefix):]
-    return None
 
 
 def build_guard(inner: ToolCaller, env: HarnessEnv, *, without: Iterable[str] = (),
@@ -53,3 +44,22 @@ def build_guard(inner: ToolCaller, env: HarnessEnv, *, without: Iterable[str] = 
     if "annotate" not in off:
         caller = Annotate(caller, env)
     return caller
+
+
+def _ablation(component: str) -> Condition:
+    def wraps(inner: ToolCaller, env: HarnessEnv) -> ToolCaller:
+        return build_guard(inner, env, without=(component,))
+
+    return Condition(f"guard-no-{component}", f"the guard without its {component} component",
+                     wraps=wraps)
+
+
+def _full_guard(inner: ToolCaller, env: HarnessEnv) -> ToolCaller:
+    return build_guard(inner, env)
+
+
+CONDITIONS = (
+    Condition("guard", "verify-before-retry with keys, consistency waits, blocking and notes",
+              wraps=_full_guard),
+    *(_ablation(component) for component in GUARD_COMPONENTS),
+)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from limbo_plugin.conditions.base import HarnessEnv, Middleware
+from limbo_plugin.conditions.base import Condition, HarnessEnv, Middleware
 from limbo_plugin.conditions.guard import build_guard
 from limbo_plugin.conditions.intents import PendingWrite
 from limbo_plugin.conditions.vbr import Verdict
@@ -103,3 +103,11 @@ def state_oracle(inner: ToolCaller, env: HarnessEnv) -> ToolCaller:
 def outcome_oracle(inner: ToolCaller, env: HarnessEnv) -> ToolCaller:
     verifier = GroundTruthVerifier(_world(env, "outcome_oracle"), sees_in_flight=True)
     return build_guard(inner, env, verifier=verifier)
+
+
+CONDITIONS = (
+    Condition("state_oracle", "the guard verifying against which requests have committed",
+              wraps=state_oracle, reads_ground_truth=True),
+    Condition("outcome_oracle", "the guard verifying against ground truth, in-flight requests "
+              "included", wraps=outcome_oracle, reads_ground_truth=True),
+)

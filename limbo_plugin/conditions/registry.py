@@ -1,75 +1,67 @@
-"""The names of every condition and how to build each one around a transport (SPEC §6.2).
+"""Every condition (SPEC §6.2), found in the modules that declare them.
 
-Prompt conditions (``vanilla``, ``aware``, ``reflect``) change only what a model-backed agent is
-told, so at the transport level they are the transport itself. Every other condition is
-middleware: a :class:`~limbo_plugin.toolapi.ToolCaller` wrapping the one below it.
+Each module of this package may declare a ``CONDITIONS`` tuple of
+:class:`~limbo_plugin.conditions.base.Condition` and
+:class:`~limbo_plugin.conditions.base.ConditionPattern`; they are collected on first use, so a
+new condition is one module and no edit here. :func:`find_condition` is the one lookup of a
+condition by name: the run configuration validates with it and the episode builds with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import pkgutil
+from functools import cache
 
-from limbo_plugin.conditions.base import HarnessEnv
-from limbo_plugin.conditions.guard import GUARD_ABLATIONS, ablated_component, build_guard
-from limbo_plugin.conditions.oracles import outcome_oracle, state_oracle
-from limbo_plugin.conditions.retry import rules, sdk_retry
-from limbo_plugin.conditions.vbr import vbr
-from limbo_plugin.conditions.wait import WAIT_PATTERN, wait_bound, wait_then_verify
+from limbo_plugin.conditions.base import Condition, ConditionPattern
 from limbo_plugin.errors import UsageError
-from limbo_plugin.toolapi import ToolCaller
 
-PROMPT_CONDITIONS = ("vanilla", "aware", "reflect")
-MIDDLEWARE_CONDITIONS = ("sdk_retry", "rules", "vbr", "guard", *GUARD_ABLATIONS)
-ORACLE_CONDITIONS = ("state_oracle", "outcome_oracle")
-CONDITION_NAMES: tuple[str, ...] = PROMPT_CONDITIONS + MIDDLEWARE_CONDITIONS + ORACLE_CONDITIONS
-"""Every fixed condition name; ``wait_<Δ>`` (any whole number of seconds) comes on top."""
+Declaration = Condition | ConditionPattern
 
-__all__ = ["CONDITION_NAMES", "MIDDLEWARE_CONDITIONS", "ORACLE_CONDITIONS",
-           "PROMPT_CONDITIONS", "WAIT_PATTERN", "build_condition", "is_prompt_condition",
-           "needs_ground_truth", "validate_condition"]
-
-Builder = Callable[[ToolCaller, HarnessEnv], ToolCaller]
-
-_BUILDERS: dict[str, Builder] = {
-    "sdk_retry": sdk_retry,
-    "rules": rules,
-    "vbr": vbr,
-    "guard": lambda inner, env: build_guard(inner, env),
-    "state_oracle": state_oracle,
-    "outcome_oracle": outcome_oracle,
-}
+__all__ = ["all_conditions", "condition_forms", "find_condition"]
 
 
-def validate_condition(name: str) -> None:
-    """Raise :class:`UsageError` naming every valid condition when ``name`` is not one."""
-    if name in CONDITION_NAMES or (isinstance(name, str) and wait_bound(name) is not None):
-        return
-    raise UsageError(f"unknown condition {name!r}; valid: {', '.join(CONDITION_NAMES)}, "
-                     "or wait_<seconds> (e.g. wait_90, wait_3600)")
+@cache
+def all_conditions() -> tuple[Declaration, ...]:
+    """Every declared condition: prompt-only ones first, then middleware, then the ones that
+    read ground truth, then name patterns; within each, in module order."""
+    package = importlib.import_module("limbo_plugin.conditions")
+    found: list[Declaration] = []
+    for name in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+        module = importlib.import_module(f"{package.__name__}.{name}")
+        found.extend(getattr(module, "CONDITIONS", ()))
+    names = [_label(d) for d in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise TypeError(f"conditions declared twice: {', '.join(twice)}")
+    return tuple(sorted(found, key=_rank))
 
 
-def is_prompt_condition(name: str) -> bool:
-    return name in PROMPT_CONDITIONS
+def condition_forms() -> list[str]:
+    """Every condition name, and the form of each pattern (``wait_<seconds>``)."""
+    return [_label(d) for d in all_conditions()]
 
 
-def needs_ground_truth(name: str) -> bool:
-    """Whether the condition is a reference oracle, the only kind handed the world."""
-    return name in ORACLE_CONDITIONS
+def find_condition(name: str) -> Condition:
+    """The condition ``name`` stands for; :class:`UsageError` listing the valid ones if none."""
+    for declaration in all_conditions():
+        if isinstance(declaration, Condition):
+            if declaration.name == name:
+                return declaration
+        elif isinstance(name, str):
+            resolved = declaration.resolve(name)
+            if resolved is not None:
+                return resolved
+    raise UsageError(f"unknown condition {name!r}; valid: {', '.join(condition_forms())}")
 
 
-def build_condition(name: str, transport: ToolCaller, env: HarnessEnv) -> ToolCaller:
-    """The caller the agent's calls go through under condition ``name``.
+def _label(declaration: Declaration) -> str:
+    return declaration.name if isinstance(declaration, Condition) else declaration.form
 
-    Middleware built here never receives ground truth unless it is an oracle: ``env`` carries
-    the contracts and the clock, and ``env.ground_truth`` is read by the oracles alone.
-    """
-    validate_condition(name)
-    if name in PROMPT_CONDITIONS:
-        return transport
-    bound = wait_bound(name)
-    if bound is not None:
-        return wait_then_verify(transport, env, float(bound))
-    component = ablated_component(name)
-    if component is not None:
-        return build_guard(transport, env, without=(component,))
-    return _BUILDERS[name](transport, env)
+
+def _rank(declaration: Declaration) -> int:
+    if isinstance(declaration, ConditionPattern):
+        return 3
+    if declaration.reads_ground_truth:
+        return 2
+    return 0 if declaration.wraps is None else 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from limbo_plugin.conditions.base import HarnessEnv, Middleware
+from limbo_plugin.conditions.base import Condition, HarnessEnv, Middleware
 from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult
 
 BACKOFF_S = (1.0, 2.0, 4.0)
@@ -67,3 +67,11 @@ def sdk_retry(inner: ToolCaller, env: HarnessEnv) -> RetryMiddleware:
 
 def rules(inner: ToolCaller, env: HarnessEnv) -> RetryMiddleware:
     return RetryMiddleware(inner, env, retryable=rules_retryable, honour_retry_after=True)
+
+
+CONDITIONS = (
+    Condition("sdk_retry", "transparent retries of timeouts, 5xx and 429, as SDKs do",
+              wraps=sdk_retry),
+    Condition("rules", "transparent retries of explicit refusals (429, 503) only, after their "
+              "retry hint", wraps=rules),
+)

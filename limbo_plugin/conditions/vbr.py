@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from limbo_plugin.conditions.annotate import NOTE_FIELD
-from limbo_plugin.conditions.base import HarnessEnv, Middleware
+from limbo_plugin.conditions.base import Condition, HarnessEnv, Middleware
 from limbo_plugin.conditions.intents import (
     PendingWrite,
     UnknownOutcomes,
@@ -242,3 +242,9 @@ def _deduplicated_by_key(definition: ToolDefinition, args: dict[str, Any],
 def vbr(inner: ToolCaller, env: HarnessEnv) -> VerifyBeforeRetry:
     """Plain verify-before-retry: read back at once, send if absent; invisible to the agent."""
     return VerifyBeforeRetry(inner, env, ReadBackVerifier(env))
+
+
+CONDITIONS = (
+    Condition("vbr", "verify before an identical re-issue of an unknown-outcome write",
+              wraps=vbr),
+)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from limbo_plugin.conditions.base import HarnessEnv
+from limbo_plugin.conditions.base import Condition, ConditionPattern, HarnessEnv
 from limbo_plugin.conditions.vbr import ReadBackVerifier, VerifyBeforeRetry
 from limbo_plugin.toolapi import ToolCaller
 
@@ -33,3 +33,22 @@ def wait_bound(name: str) -> int | None:
 def wait_then_verify(inner: ToolCaller, env: HarnessEnv, bound_s: float) -> VerifyBeforeRetry:
     return VerifyBeforeRetry(inner, env, ReadBackVerifier(env, bound_s=bound_s,
                                                           include_lag=True))
+
+
+def _wait_condition(name: str) -> Condition | None:
+    bound = wait_bound(name)
+    if bound is None:
+        return None
+
+    def wraps(inner: ToolCaller, env: HarnessEnv) -> ToolCaller:
+        return wait_then_verify(inner, env, float(bound))
+
+    return Condition(name, f"vbr with the read-back deferred {bound} s past the original",
+                     wraps=wraps)
+
+
+CONDITIONS = (
+    ConditionPattern("wait_<seconds>", "vbr assuming in-flight requests complete within the "
+                     "given whole number of seconds (e.g. wait_90, wait_3600)",
+                     resolve=_wait_condition),
+)

@@ -8,15 +8,13 @@ episode. Records with an infrastructure error are excluded and counted separatel
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from limbo_plugin.records import EpisodeRecord
 from limbo_plugin.stats import rate_with_interval
 
-FAMILY_ORDER = ("not_executed", "lost_ack", "misleading_500", "partial_batch", "late_commit",
-                "redelivery", "explicit", "none")
 METRICS = ("duplicate_rate", "eos_rate", "ts_rate", "overclaim_rate")
 ALL_FAULTED = "all_faulted"
 
@@ -79,16 +77,20 @@ class Summary:
 
 
 def config_label(record: EpisodeRecord) -> str:
-    c = record.config
-    return (f"agent={c.agent} contract={c.contract} docs={c.docs} instruction={c.instruction} "
-            f"condition={c.condition} operator={c.operator}")
+    r = record
+    return (f"agent={r.agent} contract={r.contract} docs={r.docs} instruction={r.instruction} "
+            f"condition={r.condition} operator={r.operator}")
 
 
-def summarize(records: Iterable[EpisodeRecord]) -> Summary:
-    """Order-independent: the same set of records always gives the same summary."""
+def summarize(records: Iterable[EpisodeRecord], *, family_order: Sequence[str]) -> Summary:
+    """Rows per configuration and family, families in ``family_order`` (the fault spec's, from
+    :attr:`~limbo_plugin.spec.registry.SpecRegistry.family_order`), any others after them by name.
+
+    Order-independent: the same set of records always gives the same summary.
+    """
     summary = Summary()
     by_group: dict[str, list[EpisodeRecord]] = defaultdict(list)
-    for record in sorted(records, key=lambda r: (r.episode_id, r.config.fingerprint())):
+    for record in sorted(records, key=lambda r: (r.episode_id, r.fingerprint())):
         summary.total += 1
         if record.usage:
             summary.prompt_tokens += record.usage.prompt_tokens
@@ -100,8 +102,9 @@ def summarize(records: Iterable[EpisodeRecord]) -> Summary:
         by_group[config_label(record)].append(record)
     for label in sorted(by_group):
         group = by_group[label]
+        rank = {family: i for i, family in enumerate(family_order)}
         families = sorted({r.family for r in group},
-                          key=lambda f: FAMILY_ORDER.index(f) if f in FAMILY_ORDER else 99)
+                          key=lambda f: (rank.get(f, len(rank)), f))
         rows = [family_row(f, [r for r in group if r.family == f]) for f in families]
         faulted = [r for r in group if r.family != "none"]
         if len({r.family for r in faulted}) > 1:

@@ -18,7 +18,7 @@ from limbo_plugin.records import EpisodeRecord
 try:  # pragma: no cover - exercised when allure-pytest is installed
     import allure
 except ImportError:  # pragma: no cover
-    allure = None
+    allure = None  # type: ignore[assignment]
 
 
 def enabled(config: Any) -> bool:
@@ -48,9 +48,9 @@ def describe(record: EpisodeRecord) -> None:
 def attach(record: EpisodeRecord) -> None:
     if allure is None:
         return
-    grade = record.model_dump(exclude={"trace", "ledger"})
-    for name, body in (("trace", [e.model_dump() for e in record.trace]),
-                       ("ledger", record.ledger), ("grade", grade)):
+    data = record.model_dump(mode="json")
+    trace, ledger = data.pop("trace"), data.pop("ledger")
+    for name, body in (("trace", trace), ("ledger", ledger), ("grade", data)):
         allure.attach(json.dumps(body, indent=2, sort_keys=True, default=str), name=name,
                       attachment_type=allure.attachment_type.JSON)
 

@@ -17,12 +17,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from limbo_plugin.errors import LimboError
-from limbo_plugin.report.load import LoadedRecords, load_records
+from limbo_plugin.report.load import LoadedRecords, SpecFacts, load_records
 from limbo_plugin.report.render import skipped_line, write_table
 from limbo_plugin.report.tables import build_tables
 from limbo_plugin.report.tables.base import Result, Skipped, Table
+
+if TYPE_CHECKING:
+    from limbo_plugin.spec.registry import SpecRegistry
 
 DEFAULT_OUT = "reports/report"
 
@@ -63,16 +67,16 @@ def _require(module: str) -> None:
                            "pip install 'limbo-bench[report]'")
 
 
-def make_report(paths: Sequence[str | Path], out: str | Path = DEFAULT_OUT,
-                specs: str | None = None) -> ReportOutcome:
+def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
+                out: str | Path = DEFAULT_OUT) -> ReportOutcome:
+    """The report on the records in ``paths``, with families, classes and contract classes as
+    the specs of ``registry`` define them."""
     _require("matplotlib")
     _require("jinja2")
-    from limbo_plugin.report.facets import use_specs
     from limbo_plugin.report.figures import build_figures
     from limbo_plugin.report.html import render_html
 
-    use_specs(specs)
-    loaded = load_records(paths)
+    loaded = load_records(paths, SpecFacts.of(registry))
     if not loaded.rows:
         raise LimboError(f"no graded episode in {', '.join(str(p) for p in paths)} "
                          f"({loaded.read} record(s) read, {loaded.errors_dropped} "

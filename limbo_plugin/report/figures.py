@@ -128,7 +128,7 @@ def figure_families(table: Table, directory: Path) -> tuple[Path, ...]:
         _heatmap(ax, labels, names, [[_rate(row.get(f)) for f in families] for row in rows],
                  "duplicate rate (%)")
     else:
-        series = [(label, [row.get(f) for f in families])  # type: ignore[misc]
+        series = [(label, [row.get(f) for f in families])
                   for label, row in zip(labels, table.rows, strict=True)]
         fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(families) + 2), 3.6))
         _bars(ax, names, series)  # type: ignore[arg-type]
@@ -203,7 +203,7 @@ def figure_behaviour(table: Table, directory: Path) -> tuple[Path, ...]:
     if len(labels) > MAX_STACKED_ROWS:
         labels, rows, note = _capped(labels, table.rows)
         fig, ax = plt.subplots(figsize=(8.0, 0.16 * len(labels) + 1.8))
-        _heatmap(ax, labels, classes, [[float(r.get(c) or 0.0)  # type: ignore[arg-type]
+        _heatmap(ax, labels, classes, [[float(r.get(c) or 0.0)
                                         for c in classes] for r in rows],
                  "share of episodes (%)")
     else:

@@ -10,15 +10,16 @@ worse.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
 
+from limbo_plugin.errors import SpecError
 from limbo_plugin.records import EpisodeRecord
-from limbo_plugin.report.aggregate import ALL_FAULTED, METRICS, Summary
+from limbo_plugin.report.aggregate import ALL_FAULTED, METRICS, Summary, summarize
 from limbo_plugin.spec.loader import load_yaml, validate
 from limbo_plugin.spec.models import StrictModel
 from limbo_plugin.stats import holm, mcnemar_exact
@@ -88,6 +89,26 @@ def load_gate(path: str | Path) -> GateSpec:
     return validate(load_yaml(path), GateSpec)
 
 
+def run_gate(gate: GateSpec, records: Sequence[EpisodeRecord], *, family_order: Sequence[str],
+             baseline: Sequence[EpisodeRecord] | None = None) -> GateResult:
+    """The gate's verdict on ``records``: its thresholds on their aggregate and, with a
+    ``baseline`` run, the paired comparison with it. No records at all is a failed check."""
+    result = GateResult(gate=gate.name)
+    if not records:
+        result.checks.append(Check("episodes", False, "no episode was recorded"))
+        return result
+    summary = summarize(records, family_order=family_order)
+    result.checks += evaluate_thresholds(gate, summary)
+    if baseline is not None:
+        result.checks += compare_with_baseline(gate.baseline, records, baseline)
+    return result
+
+
+def unreadable_gate(path: str | Path, error: SpecError) -> GateResult:
+    """A gate whose spec does not load fails, with the spec error as its one check."""
+    return GateResult(gate=str(path), checks=[Check("gate spec", False, str(error))])
+
+
 def evaluate_thresholds(gate: GateSpec, summary: Summary) -> list[Check]:
     checks = []
     for label, rows in summary.groups.items():
@@ -125,8 +146,8 @@ def _outcome(record: EpisodeRecord, which: str) -> bool:
 
 
 def _pair_key(record: EpisodeRecord) -> tuple[str, ...]:
-    c = record.config
-    return (record.episode_id, c.contract, c.docs, c.instruction, c.condition, c.operator)
+    r = record
+    return (r.episode_id, r.contract, r.docs, r.instruction, r.condition, r.operator)
 
 
 def compare_with_baseline(spec: BaselineSpec, current: Iterable[EpisodeRecord],
@@ -165,4 +186,5 @@ def compare_with_baseline(spec: BaselineSpec, current: Iterable[EpisodeRecord],
 
 
 __all__ = ["METRICS", "BaselineSpec", "Check", "GateResult", "GateSpec", "Threshold",
-           "compare_with_baseline", "evaluate_thresholds", "load_gate"]
+           "compare_with_baseline", "evaluate_thresholds", "load_gate", "run_gate",
+           "unreadable_gate"]

@@ -20,15 +20,18 @@ Merging rules, in this order:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from limbo_plugin.errors import LimboError
-from limbo_plugin.records import RECORD_SCHEMA_VERSION
+from limbo_plugin.records import RECORD_SCHEMA_VERSION, run_fingerprint
+
+if TYPE_CHECKING:
+    from limbo_plugin.spec.registry import SpecRegistry
 
 
 class RecordFileError(LimboError):
@@ -103,6 +106,63 @@ class SlimRecord(BaseModel):
     trace: list[_SlimTraceEntry] = []
 
 
+def classify(idempotency: str | None, verification: str | None,
+             accepts_key: bool | None) -> str | None:
+    """A write's contract class: idempotent, key_optional, or non_idempotent_<verification>."""
+    if idempotency is None:
+        return None
+    if idempotency in ("idempotent", "naturally_idempotent"):
+        return "idempotent"
+    if accepts_key or idempotency == "key_optional":
+        return "key_optional"
+    suffix = {"strong": "strong", "eventual": "eventual"}.get(verification or "", "unverifiable")
+    return f"non_idempotent_{suffix}"
+
+
+@dataclass(frozen=True)
+class SpecFacts:
+    """What the tables need from the spec tree, taken from its registry once: the families in
+    the fault spec's order with their classes, and each write's contract class under the native
+    contract. Records of families or tools the specs do not know keep what the record states."""
+
+    family_order: tuple[str, ...]
+    family_classes: Mapping[str, str | None]
+    native_classes: Mapping[str, str]
+
+    @classmethod
+    def of(cls, registry: SpecRegistry) -> SpecFacts:
+        native: dict[str, str] = {}
+        for tool in registry.catalog("native").tools.values():
+            label = classify(tool.contract.idempotency, tool.contract.verification,
+                             tool.accepts_key) if tool.is_write else None
+            if label:
+                native[tool.name] = label
+        return cls(family_order=registry.family_order,
+                   family_classes={f: registry.fault_class(f) for f in registry.family_order},
+                   native_classes=native)
+
+    def family_rank(self, family: str) -> int:
+        order = self.family_order
+        return order.index(family) if family in order else len(order)
+
+    def fault_class(self, record: SlimRecord) -> str | None:
+        if record.family in self.family_classes:
+            return self.family_classes[record.family]
+        return record.fault_class
+
+    def contract_class(self, record: SlimRecord) -> str | None:
+        """Rows of one class must line up across contract variants (Table 5 compares the same
+        writes natively and with keys everywhere), but a ``keys_everywhere`` record describes
+        its focal write as key-optional: the native class is looked up by tool."""
+        if record.focal_tool is None:
+            return None
+        native = self.native_classes.get(record.focal_tool)
+        if native is not None:
+            return native
+        return classify(record.focal_idempotency, record.focal_verification,
+                        record.focal_accepts_key)
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeRow:
     """One graded episode as the tables see it, and where its full record lies on disk."""
@@ -113,6 +173,7 @@ class EpisodeRow:
     focal_write: str
     fault_mode: str
     family: str
+    family_rank: int
     fault_class: str | None
     contract: str
     docs: str
@@ -125,6 +186,7 @@ class EpisodeRow:
     focal_verification: str | None
     focal_accepts_key: bool | None
     focal_irreversible: bool | None
+    contract_class: str | None
     fired: bool
     delay_s: float | None
     ts: bool
@@ -147,8 +209,7 @@ class EpisodeRow:
 
     @property
     def fingerprint(self) -> str:
-        return "|".join((self.agent, self.contract, self.docs, self.instruction,
-                         self.condition, self.operator))
+        return run_fingerprint(self)
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -188,18 +249,21 @@ def first_action(record: SlimRecord) -> str | None:
     return "reissue" if following == record.focal_tool else following
 
 
-def to_row(record: SlimRecord, source: int, offset: int, length: int) -> EpisodeRow:
+def to_row(record: SlimRecord, facts: SpecFacts, source: int, offset: int, length: int
+           ) -> EpisodeRow:
     usage = record.usage
     return EpisodeRow(
         episode_id=record.episode_id, template=record.template, instance=record.instance,
         focal_write=record.focal_write, fault_mode=record.fault_mode, family=record.family,
-        fault_class=record.fault_class, contract=record.contract, docs=record.docs,
+        family_rank=facts.family_rank(record.family), fault_class=facts.fault_class(record),
+        contract=record.contract, docs=record.docs,
         instruction=record.instruction, condition=record.condition, operator=record.operator,
         agent=record.agent, focal_tool=record.focal_tool,
         focal_idempotency=record.focal_idempotency,
         focal_verification=record.focal_verification,
         focal_accepts_key=record.focal_accepts_key,
-        focal_irreversible=record.focal_irreversible, fired=record.fired,
+        focal_irreversible=record.focal_irreversible,
+        contract_class=facts.contract_class(record), fired=record.fired,
         delay_s=record.fault.delay_s, ts=record.ts, eos=record.eos,
         duplicates=record.duplicates, residual_duplicates=record.residual_duplicates,
         overclaim=record.overclaim, final_status=record.final_status,
@@ -272,8 +336,9 @@ def parse_line(path: Path, number: int, line: bytes, last: bool) -> SlimRecord |
     return record
 
 
-def load_records(paths: Sequence[str | Path]) -> LoadedRecords:
-    """Read, merge and de-duplicate record files (see the module docstring for the rules)."""
+def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords:
+    """Read, merge and de-duplicate record files (see the module docstring for the rules),
+    labelling each row with the spec ``facts``."""
     if not paths:
         raise RecordFileError("no record files given; pass one or more JSONL files written by "
                               "pytest (default reports/episodes.jsonl)")
@@ -295,7 +360,7 @@ def load_records(paths: Sequence[str | Path]) -> LoadedRecords:
             if record.error is not None:
                 loaded.errors_dropped += 1
                 continue
-            row = to_row(record, source, offset, len(line))
+            row = to_row(record, facts, source, offset, len(line))
             if row.identity in in_file:
                 loaded.duplicates_dropped += 1
             in_file[row.identity] = row

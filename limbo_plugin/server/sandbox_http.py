@@ -35,14 +35,25 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from limbo_plugin.errors import EpisodeOver
 from limbo_plugin.server.loopback import LOOPBACK, LoopbackHTTPServer
 from limbo_plugin.server.wire import CALL_PATH, HEALTH_PATH, TOOLS_PATH, result_wire, tool_wire
-from limbo_plugin.toolapi import tool_error
+from limbo_plugin.toolapi import ToolResult, tool_error
 
 if TYPE_CHECKING:
-    from limbo_plugin.agents.base import AgentSession
+    from limbo_plugin.contracts import ToolDefinition
+
+
+class AgentSession(Protocol):
+    """What the service needs of an episode: its tools and a way to call them. The episode's
+    :class:`~limbo_plugin.agents.base.AgentSession` is one; naming only this keeps the server
+    below the agents that use it."""
+
+    tools: list[ToolDefinition]
+
+    def call(self, name: str, arguments: Any = None) -> ToolResult: ...
 
 MAX_BODY_BYTES = 1_000_000
 
@@ -180,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def sandbox(self) -> SandboxServer:
-        return self.server.sandbox  # type: ignore[attr-defined, no-any-return]
+        return self.server.sandbox  # type: ignore[attr-defined]
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -242,8 +253,6 @@ class _Handler(BaseHTTPRequestHandler):
         return {"tools": lease.tools}
 
     def _call(self, lease: EpisodeLease, request: tuple[str, Any]) -> dict[str, Any]:
-        from limbo_plugin.agents.base import EpisodeOver
-
         name, arguments = request
         with lease.lock:  # one call at a time: the world is single-threaded
             if lease.closed:

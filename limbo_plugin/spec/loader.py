@@ -63,7 +63,7 @@ def _convert(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], file: Pa
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise SpecError(file, "YAML merge keys ('<<') are not supported",
                                 line=key_node.start_mark.line + 1, path=format_path(path))
-            key = yaml.SafeLoader.construct_scalar(_SCALAR_LOADER, key_node)  # type: ignore[arg-type]
+            key = yaml.SafeLoader.construct_scalar(_SCALAR_LOADER, key_node)
             if key in result:
                 raise SpecError(file, f"duplicate key {key!r}", line=key_node.start_mark.line + 1,
                                 path=format_path(path))
@@ -103,8 +103,10 @@ def load_yaml_text(text: str, file: str | Path = "<string>") -> LoadedYaml:
     return LoadedYaml(file=file, data=data, lines=lines)
 
 
-def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = ()) -> ModelT:
-    """Validate ``doc`` (or the value at path ``at`` in it) as ``model``.
+def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
+             context: dict[str, Any] | None = None) -> ModelT:
+    """Validate ``doc`` (or the value at path ``at`` in it) as ``model``, with the pydantic
+    validation ``context`` the model's validators may read (e.g. the spec registry).
 
     The first pydantic error becomes a :class:`SpecError` naming the file, the line of the
     offending value and its path; the rest are appended so one run shows every problem.
@@ -115,7 +117,7 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = ()) -> Model
     if value is None:
         raise doc.error(at, "the document is empty")
     try:
-        return model.model_validate(value)
+        return model.model_validate(value, context=context)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         first = errors[0]
@@ -144,4 +146,6 @@ def _describe(error: Any) -> str:
         return "unknown field"
     if kind == "missing":
         return "required field is missing"
+    if kind == "value_error" and isinstance(error.get("ctx", {}).get("error"), ValueError):
+        return str(error["ctx"]["error"])  # our own validators' messages, without a prefix
     return str(error.get("msg", "invalid value"))

@@ -7,6 +7,7 @@ all of them forbid unknown fields so a typo in a spec is an error, not a silent 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
@@ -102,9 +103,9 @@ class ToolSpecModel(StrictModel):
         unknown = [name for name in self.required if name not in self.parameters]
         if unknown:
             raise ValueError(f"required parameters not declared: {', '.join(unknown)}")
-        for field in self.contract.intent_fields:
-            if field not in self.parameters:
-                raise ValueError(f"intent field {field!r} is not a parameter")
+        for name in self.contract.intent_fields:
+            if name not in self.parameters:
+                raise ValueError(f"intent field {name!r} is not a parameter")
         if self.contract.key_param and self.contract.key_param not in self.parameters:
             raise ValueError(f"key_param {self.contract.key_param!r} is not a parameter")
         return self
@@ -143,11 +144,27 @@ class DocumentationSpec(StrictModel):
     variants: list[DocumentationVariant]
 
 
-FaultFamily = Literal[
-    "not_executed", "lost_ack", "late_commit", "misleading_500", "partial_batch", "redelivery",
-    "explicit", "none",
-]
 HiddenOutcome = Literal["absent", "committed", "late", "partial", "duplicated", "none"]
+Execute = Literal["never", "now", "late", "partial", "now_and_redeliver"]
+"""How the service executes a faulted request; each has one executor in
+:data:`limbo_plugin.faults.EXECUTORS`."""
+FaultClass = Literal["resolvable", "unresolvable"]
+
+
+@dataclass(frozen=True)
+class FocalTrigger:
+    """Which call a fault attaches to: the ``n``-th call of ``tool`` whose args match ``where``.
+
+    A task's focal write declares it (:meth:`limbo_plugin.tasks.FocalWrite.trigger`); the fault
+    transport only reads it, so it lives here, on the spec side.
+    """
+
+    tool: str
+    where: dict[str, Any] = field(default_factory=dict)
+    n: int = 1
+
+    def matches(self, tool: str, args: dict[str, Any]) -> bool:
+        return tool == self.tool and all(args.get(k) == v for k, v in self.where.items())
 
 
 class FaultModeSpec(StrictModel):
@@ -155,9 +172,9 @@ class FaultModeSpec(StrictModel):
 
     name: str
     group: Literal["T", "E", "S", "-"]
-    family: FaultFamily
+    family: str
     hidden_outcome: HiddenOutcome
-    execute: Literal["never", "now", "late", "partial", "now_and_redeliver"]
+    execute: Execute
     response: dict[str, Any] | None = None
     response_kind: Literal["error", "success", "drifted"] = "error"
     cost_s: float = Field(default=1.0, ge=0)
@@ -168,13 +185,32 @@ class FaultModeSpec(StrictModel):
     outage_window_s: float | None = None
     batch_only: bool = False
     drifted_api_version: str | None = None
+    exactly_once_needs_key: bool = False
     description: str = ""
+
+    @model_validator(mode="after")
+    def _late_has_a_delay(self) -> FaultModeSpec:
+        if self.execute == "late" and self.late_delay is None:
+            raise ValueError("a late mode needs late_delay")
+        return self
+
+
+class FaultFamilySpec(StrictModel):
+    """A family of fault modes (SPEC §3): a pytest marker, a report row, and a class."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    fault_class: FaultClass | Literal["none"] = Field(alias="class")
+    description: str
 
 
 class FaultCatalogSpec(StrictModel):
+    """``specs/faults/modes.yaml``: the fault classes, the families in display order, the modes."""
+
+    classes: dict[FaultClass, str]
+    families: list[FaultFamilySpec] = Field(min_length=1)
     modes: list[FaultModeSpec]
-    resolvable_families: list[FaultFamily]
-    unresolvable_families: list[FaultFamily]
 
 
 class PoolsSpec(RootModel[dict[str, list[Any]]]):

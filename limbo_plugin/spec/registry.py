@@ -1,4 +1,8 @@
-"""The registry of every spec under a ``specs/`` directory, loaded once per process.
+"""The registry of every spec under a ``specs/`` directory.
+
+It is loaded by the entry points (the pytest plugin, once per session, and the ``limbo`` command)
+and passed explicitly to everything below them; nothing looks it up from the environment on its
+own, so two spec trees can live side by side in one process (the plugin tests rely on it).
 
 Each spec file becomes a pydantic model at the boundary; cross-file references (a read-back tool, a
 task's focal write tool, an experiment's template) are checked here too, and every problem is a
@@ -9,22 +13,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from limbo_plugin.contracts import ToolCatalog
+from limbo_plugin.contracts import GENERAL_SERVICE, GENERAL_TOOLS, ToolCatalog
 from limbo_plugin.errors import SpecError, UsageError
-from limbo_plugin.spec.loader import load_yaml, validate
+from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
 from limbo_plugin.spec.models import (
     ContractVariant,
     DocumentationSpec,
     DocumentationVariant,
     FaultCatalogSpec,
+    FaultFamilySpec,
     FaultModeSpec,
     PoolsSpec,
     ServiceSpec,
 )
+from limbo_plugin.world.services import SERVICE_CLASSES
 
 if TYPE_CHECKING:
     from limbo_plugin.tasks import TaskTemplate
@@ -34,7 +39,10 @@ T = TypeVar("T")
 
 
 def default_specs_dir() -> Path:
-    """``$LIMBO_SPECS``, else ``./specs`` if present, else the specs shipped beside the package."""
+    """``$LIMBO_SPECS``, else ``./specs`` if present, else the specs shipped beside the package.
+
+    For entry points only (plugin, command line, benchmarks): it depends on the environment.
+    """
     env = os.environ.get(SPECS_ENV)
     if env:
         return Path(env).resolve()
@@ -53,7 +61,8 @@ class SpecRegistry:
     contracts: dict[str, ContractVariant] = field(default_factory=dict)
     docs: dict[str, DocumentationVariant] = field(default_factory=dict)
     faults: dict[str, FaultModeSpec] = field(default_factory=dict)
-    fault_catalog: FaultCatalogSpec | None = None
+    families: dict[str, FaultFamilySpec] = field(default_factory=dict)
+    fault_classes: dict[str, str] = field(default_factory=dict)
     tool_files: dict[str, Path] = field(default_factory=dict)
     pools: dict[str, list[Any]] = field(default_factory=dict)
     _templates: dict[str, TaskTemplate] | None = None
@@ -91,6 +100,8 @@ class SpecRegistry:
             docs[spec.service] = doc
         if not self.services:
             raise SpecError(self.root / "services", "no service specs found")
+        for name, spec in self.services.items():
+            _check_implemented(spec, docs[name])
         # Cross-references: read-backs and compensations must name declared tools.
         for name, spec in self.services.items():
             for i, tool in enumerate(spec.tools):
@@ -123,10 +134,10 @@ class SpecRegistry:
                 for variant in validate(doc, DocumentationSpec).variants:
                     self.docs[variant.name] = variant
                 continue
-            variant = validate(doc, ContractVariant)
-            if variant.name != file.stem:
-                raise doc.error(("name",), f"name {variant.name!r} must match the file name")
-            self.contracts[variant.name] = variant
+            contract = validate(doc, ContractVariant)
+            if contract.name != file.stem:
+                raise doc.error(("name",), f"name {contract.name!r} must match the file name")
+            self.contracts[contract.name] = contract
         for needed, table in (("native", self.contracts), ("default", self.docs)):
             if needed not in table:
                 raise SpecError(self.root / "contracts", f"variant {needed!r} is missing")
@@ -135,13 +146,20 @@ class SpecRegistry:
         file = self.root / "faults" / "modes.yaml"
         doc = load_yaml(file)
         catalog = validate(doc, FaultCatalogSpec)
+        self.fault_classes = {str(name): text for name, text in catalog.classes.items()}
+        for i, family in enumerate(catalog.families):
+            if family.name in self.families or family.name in self.fault_classes:
+                raise doc.error(("families", i, "name"),
+                                f"family {family.name!r} is declared twice (or names a class)")
+            self.families[family.name] = family
         for i, mode in enumerate(catalog.modes):
             if mode.name in self.faults:
                 raise doc.error(("modes", i, "name"), f"mode {mode.name!r} is declared twice")
-            if mode.execute == "late" and mode.late_delay is None:
-                raise doc.error(("modes", i), "a late mode needs late_delay")
+            if mode.family not in self.families:
+                raise doc.error(("modes", i, "family"),
+                                f"unknown family {mode.family!r}; declared under families: "
+                                + ", ".join(self.families))
             self.faults[mode.name] = mode
-        self.fault_catalog = catalog
 
     def _load_pools(self) -> None:
         file = self.root / "pools.yaml"
@@ -173,12 +191,20 @@ class SpecRegistry:
 
     def fault_class(self, family: str) -> str | None:
         """``resolvable`` / ``unresolvable`` (SPEC §3 classes), or ``None`` for the others."""
-        catalog = self.fault_catalog
-        if catalog is not None and family in catalog.resolvable_families:
-            return "resolvable"
-        if catalog is not None and family in catalog.unresolvable_families:
-            return "unresolvable"
-        return None
+        spec = self.families.get(family)
+        if spec is None or spec.fault_class == "none":
+            return None
+        return spec.fault_class
+
+    @property
+    def family_order(self) -> tuple[str, ...]:
+        """The families in the order the fault spec lists them (the order of report rows)."""
+        return tuple(self.families)
+
+    def fault_markers(self) -> dict[str, str]:
+        """Every pytest marker a fault episode can carry (families and classes), described."""
+        return {**{name: f.description for name, f in self.families.items()},
+                **self.fault_classes}
 
     @property
     def templates(self) -> dict[str, TaskTemplate]:
@@ -192,6 +218,28 @@ class SpecRegistry:
         return _pick("task template", name, self.templates)
 
 
+def _check_implemented(spec: ServiceSpec, doc: LoadedYaml) -> None:
+    """Every service in YAML has a class and every tool a handler (general tools: the world's)."""
+    if spec.service == GENERAL_SERVICE:
+        for i, tool in enumerate(spec.tools):
+            if tool.name not in GENERAL_TOOLS:
+                raise doc.error(("tools", i, "name"),
+                                f"general tool {tool.name!r} has no implementation; the world "
+                                f"implements {', '.join(GENERAL_TOOLS)}")
+        return
+    implementation = SERVICE_CLASSES.get(spec.service)
+    if implementation is None:
+        raise doc.error(("service",),
+                        f"service {spec.service!r} has no implementation: define a subclass of "
+                        f"limbo_plugin.world.services.base.Service with name = "
+                        f"{spec.service!r} (implemented: {', '.join(sorted(SERVICE_CLASSES))})")
+    for i, tool in enumerate(spec.tools):
+        if tool.name not in implementation.handlers:
+            raise doc.error(("tools", i, "name"),
+                            f"{implementation.__qualname__} has no handler for tool "
+                            f"{tool.name!r}: mark a method with @handles({tool.name!r})")
+
+
 def _pick(kind: str, name: str, table: dict[str, T]) -> T:
     try:
         return table[name]
@@ -199,12 +247,3 @@ def _pick(kind: str, name: str, table: dict[str, T]) -> T:
         valid = ", ".join(sorted(table)) or "(none)"
         raise UsageError(f"unknown {kind} {name!r}; valid: {valid}") from None
 
-
-@cache
-def _registry_for(root: Path) -> SpecRegistry:
-    return SpecRegistry.load(root)
-
-
-def get_registry(root: str | Path | None = None) -> SpecRegistry:
-    """The registry for ``root`` (default: :func:`default_specs_dir`), loaded once per process."""
-    return _registry_for(Path(root).resolve() if root else default_specs_dir())

@@ -152,7 +152,7 @@ def tost_paired_difference(
     for v in (*x, *y):
         if v not in (0, 1):
             raise ValueError(f"outcomes must be binary (0/1), got {v!r}")
-    _, b, c, _ = paired_counts(zip(x, y, strict=True))
+    _, b, c, _ = paired_counts(zip(map(bool, x), map(bool, y), strict=True))
     n = len(x)
     n_adj = n + 2.0
     d_adj = (b - c) / n_adj

@@ -27,7 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from limbo_plugin.agents.scripted import ScriptedAgent
-from limbo_plugin.contracts import ToolDefinition
+from limbo_plugin.contracts import ToolCatalog, ToolDefinition
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.tasks import TaskInstance
 from limbo_plugin.testing.openai_server import ChatRequest, Reply, ScriptedModel, ScriptedToolCall
 from limbo_plugin.toolapi import ToolResult
@@ -91,13 +92,12 @@ class PolicyModel:
 
     The task is found by matching the first user message against the ``default`` and ``no_cue``
     instructions of ``tasks`` (if given), else of instances ``0..max_instance-1`` of every
-    template of the registry, searched lazily and cached. ``contract`` and ``docs`` pick the
+    template of ``registry``, searched lazily and cached. ``contract`` and ``docs`` pick the
     catalog whose contracts the policy reads (they must match the episode's).
     """
 
-    def __init__(self, policy: str, *, tasks: Iterable[TaskInstance] = (),
-                 registry: Any = None, contract: str = "native", docs: str = "default",
-                 max_instance: int = 8) -> None:
+    def __init__(self, policy: str, *, registry: SpecRegistry, tasks: Iterable[TaskInstance] = (),
+                 contract: str = "native", docs: str = "default", max_instance: int = 8) -> None:
         self.policy = policy
         self.agent = ScriptedAgent(policy)
         self._registry = registry
@@ -129,22 +129,15 @@ class PolicyModel:
         for variant in INSTRUCTION_VARIANTS:
             self._by_instruction[task.instruction(variant)] = task
 
-    def _registry_or_default(self) -> Any:
-        if self._registry is None:
-            from limbo_plugin.spec.registry import get_registry
-
-            self._registry = get_registry()
-        return self._registry
-
-    def _catalog(self) -> Any:
-        return self._registry_or_default().catalog(self._contract, self._docs)
+    def _catalog(self) -> ToolCatalog:
+        return self._registry.catalog(self._contract, self._docs)
 
     def _task(self, user_texts: Sequence[str]) -> TaskInstance:
         """The task whose instruction is a user message, or (behind a harness, which adds its
         preamble) occurs in one; the longest match wins (``no_cue`` is a prefix of
         ``default``)."""
         with self._lock:
-            registry = self._registry_or_default()
+            registry = self._registry
             task = self._find(user_texts)
             while task is None and self._scanned < self._max_instance:
                 for name in sorted(registry.templates):
@@ -272,7 +265,7 @@ def transcript(messages: Sequence[Mapping[str, Any]], names: ToolNames | None = 
                 continue
             error = body.get("error")
             is_error = isinstance(error, dict)
-            if is_error and error.get("type") in HARNESS_ERROR_TYPES:
+            if isinstance(error, dict) and error.get("type") in HARNESS_ERROR_TYPES:
                 continue
             name = str(function.get("name"))
             exchanges.append((names.canonical_of(name) if names else name, arguments,

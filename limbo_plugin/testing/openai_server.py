@@ -134,7 +134,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def owner(self) -> OpenAIServer:
-        return self.server.owner  # type: ignore[attr-defined, no-any-return]
+        return self.server.owner  # type: ignore[attr-defined]
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -414,6 +414,7 @@ def server_process(policy: str = "verify_first", *, latency_s: float = 0.0,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve a scripted reference policy as a model until interrupted."""
+    from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
     from limbo_plugin.testing.models import PolicyModel
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -425,7 +426,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
     args = parser.parse_args(argv)
-    model = PolicyModel(args.policy, contract=args.contract, docs=args.docs)
+    registry = SpecRegistry.load(default_specs_dir())
+    model = PolicyModel(args.policy, registry=registry, contract=args.contract, docs=args.docs)
     server = OpenAIServer(model, host=args.host, port=args.port, latency_s=args.latency,
                           keep_requests=False)
     server.start()

@@ -48,8 +48,10 @@ class Effect:
         return self.targets or self.record_ids
 
     def to_json(self) -> dict[str, Any]:
-        # Shallow on purpose: args and intent are detached JSON copies nothing mutates later,
-        # and a deep ``asdict`` was the single largest cost of a scripted episode.
+        """A snapshot of this effect as a dict (the episode record holds the effects themselves).
+
+        Shallow on purpose: args and intent are detached JSON copies nothing mutates later.
+        """
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

@@ -8,12 +8,13 @@ variant never answers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
 
 if TYPE_CHECKING:
-    from limbo_plugin.world.world import Request, World
+    from limbo_plugin.world.world import Fate, Request, World
 
 OPERATOR_VARIANTS = ("truthful", "unresponsive")
 NO_RESPONSE = "No response from the on-call operator."
@@ -48,16 +49,39 @@ def describe(request: Request, world: World) -> dict[str, Any]:
 
 
 def _finding(request: Request) -> tuple[str, str]:
+    return FINDINGS[request.fate](request)
+
+
+def _executed(request: Request) -> tuple[str, str]:
     ids = ", ".join(request.record_ids)
-    if request.fate in ("committed", "replayed"):
-        return "committed", f"it was executed (record ids: {ids})." if ids else "it was executed."
-    if request.fate == "partial":
-        done, total = request.rows_done or 0, request.rows_total or 0
-        return ("partially_executed",
-                f"it was partially executed: rows 1-{done} of {total} were inserted "
-                f"(ids: {ids}); rows {done + 1}-{total} were not.")
-    if request.fate == "in_flight":
-        return ("in_flight",
-                "it is still in flight: the service has not executed it yet, but it will "
-                "complete. Do not send it again.")
+    return "committed", f"it was executed (record ids: {ids})." if ids else "it was executed."
+
+
+def _partially_executed(request: Request) -> tuple[str, str]:
+    ids = ", ".join(request.record_ids)
+    done, total = request.rows_done or 0, request.rows_total or 0
+    return ("partially_executed",
+            f"it was partially executed: rows 1-{done} of {total} were inserted "
+            f"(ids: {ids}); rows {done + 1}-{total} were not.")
+
+
+def _in_flight(request: Request) -> tuple[str, str]:
+    return ("in_flight",
+            "it is still in flight: the service has not executed it yet, but it will "
+            "complete. Do not send it again.")
+
+
+def _not_executed(request: Request) -> tuple[str, str]:
     return "not_executed", "it was not executed; nothing changed."
+
+
+FINDINGS: dict[Fate, Callable[[Request], tuple[str, str]]] = {
+    "sent": _not_executed,
+    "not_executed": _not_executed,
+    "rejected": _not_executed,
+    "committed": _executed,
+    "replayed": _executed,
+    "partial": _partially_executed,
+    "in_flight": _in_flight,
+}
+"""What the operator finds for each fate a request can have: ``(outcome, sentence)``."""

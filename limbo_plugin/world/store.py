@@ -57,7 +57,7 @@ class VersionedTable:
     def all_current(self) -> Iterator[tuple[str, Row]]:
         for record_id, versions in self._versions.items():
             if versions[-1][1] is not None:
-                yield record_id, versions[-1][1]  # type: ignore[misc]
+                yield record_id, versions[-1][1]
 
     def created_at(self, record_id: str) -> float:
         return self._versions[record_id][0][0]

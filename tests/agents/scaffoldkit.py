@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.openai_server import OpenAIServer
 
 MODEL = "openai/scripted"
@@ -29,12 +32,13 @@ def options_for(server: OpenAIServer, **extra: Any) -> dict[str, Any]:
             "provider_backoff_s": 0.01, **extra}
 
 
-def run_model(key: EpisodeKey, server: OpenAIServer, *, condition: str = "vanilla",
-              instruction: str = "default", model: str = MODEL, **options: Any
-              ) -> EpisodeRecord:
+def run_model(registry: SpecRegistry, key: EpisodeKey, server: OpenAIServer, *,
+              condition: str = "vanilla", instruction: str = "default", model: str = MODEL,
+              **options: Any) -> EpisodeRecord:
     """One episode of the scaffold against ``server`` (whose model the caller has set)."""
     config = RunConfig(agent=f"litellm:{model}", condition=condition, instruction=instruction)
-    return run_episode(key, config, agent_options=options_for(server, **options))
+    return run_episode(key, config, registry=registry,
+                       agent_options=AgentOptions(**options_for(server, **options)))
 
 
 def outcome(record: EpisodeRecord) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def test_record_then_replay_offline_gives_identical_records(
     tasks = [registry.template(keys[0].template).instantiate(0)]
     openai_server.model = PolicyModel("blind_retry", tasks=tasks, registry=registry)
     cassette = str(tmp_path / "cassette")
-    recorded = [run_model(k, openai_server, cassette=cassette, cassette_mode="record")
+    recorded = [run_model(registry, k, openai_server, cassette=cassette, cassette_mode="record")
                 for k in keys]
     calls = len(openai_server.requests)
     assert all(r.error is None for r in recorded)
@@ -59,35 +59,35 @@ def test_record_then_replay_offline_gives_identical_records(
     assert len(entries) == calls < turns
 
     openai_server.stop()  # replay must not need the network
-    replayed = [run_model(k, openai_server, cassette=cassette, cassette_mode="replay")
+    replayed = [run_model(registry, k, openai_server, cassette=cassette, cassette_mode="replay")
                 for k in keys]
     assert [r.model_dump() for r in replayed] == [r.model_dump() for r in recorded]
     # auto mode finds every entry as well, still without a server
-    again = run_model(keys[1], openai_server, cassette=cassette, cassette_mode="auto")
+    again = run_model(registry, keys[1], openai_server, cassette=cassette, cassette_mode="auto")
     assert again.model_dump() == recorded[1].model_dump()
 
 
 def test_sampling_model_shared_prefix_replays_what_each_episode_saw(
-        tmp_path: Path, openai_server: OpenAIServer) -> None:
+        registry: SpecRegistry, tmp_path: Path, openai_server: OpenAIServer) -> None:
     openai_server.model = _SamplingModel()
     cassette = str(tmp_path / "c")
-    recorded = [run_model(k, openai_server, cassette=cassette, cassette_mode="record")
+    recorded = [run_model(registry, k, openai_server, cassette=cassette, cassette_mode="record")
                 for k in WORLDS[:2]]
     # both episodes asked the same first question; the second adopted the first answer
     assert [r.trace[0].arguments for r in recorded] == [{"seconds": 1}] * 2
     openai_server.stop()
-    replayed = [run_model(k, openai_server, cassette=cassette, cassette_mode="replay")
+    replayed = [run_model(registry, k, openai_server, cassette=cassette, cassette_mode="replay")
                 for k in WORLDS[:2]]
     assert [r.model_dump() for r in replayed] == [r.model_dump() for r in recorded]
 
 
 def test_replay_miss_is_an_infrastructure_error_naming_the_key(
-        tmp_path: Path, openai_server: OpenAIServer) -> None:
+        registry: SpecRegistry, tmp_path: Path, openai_server: OpenAIServer) -> None:
     openai_server.model = _SamplingModel()
     cassette = str(tmp_path / "c")
-    run_model(FAULT_FREE, openai_server, cassette=cassette, cassette_mode="record")
+    run_model(registry, FAULT_FREE, openai_server, cassette=cassette, cassette_mode="record")
     requests = len(openai_server.requests)
-    record = run_model(FAULT_FREE, openai_server, condition="aware", cassette=cassette,
+    record = run_model(registry, FAULT_FREE, openai_server, condition="aware", cassette=cassette,
                        cassette_mode="replay")
     assert len(openai_server.requests) == requests  # no network in replay mode
     assert record.error is not None and "replay mode" in record.error
@@ -112,7 +112,7 @@ def test_record_mode_rerecords_old_runs_and_auto_keeps_them(tmp_path: Path) -> N
 
 
 def test_keys_ignore_transport_options_and_entries_hold_no_secrets(
-        tmp_path: Path, openai_server: OpenAIServer) -> None:
+        registry: SpecRegistry, tmp_path: Path, openai_server: OpenAIServer) -> None:
     messages = [{"role": "user", "content": "hi"}]
     base = request_key(MODEL, messages, [], {"temperature": 0, "api_key": "sk-a",
                                              "api_base": "http://a"})
@@ -122,7 +122,7 @@ def test_keys_ignore_transport_options_and_entries_hold_no_secrets(
     assert base != request_key("openai/other", messages, [], {"temperature": 0})
     openai_server.model = _SamplingModel()
     cassette = tmp_path / "c"
-    run_model(FAULT_FREE, openai_server, cassette=str(cassette), cassette_mode="record")
+    run_model(registry, FAULT_FREE, openai_server, cassette=str(cassette), cassette_mode="record")
     text = "".join(p.read_text() for p in cassette.glob("*/*.json"))
     assert text and "sk-limbo-local" not in text and openai_server.base_url not in text
 
@@ -155,21 +155,27 @@ def test_concurrent_workers_agree_on_every_entry(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_replay_needs_no_litellm_and_the_plugin_does_not_import_it(
-        tmp_path: Path, openai_server: OpenAIServer) -> None:
+        registry: SpecRegistry, tmp_path: Path, openai_server: OpenAIServer) -> None:
     openai_server.model = _SamplingModel()
     cassette = str(tmp_path / "c")
-    recorded = run_model(FAULT_FREE, openai_server, cassette=cassette, cassette_mode="record")
+    recorded = run_model(registry, FAULT_FREE, openai_server, cassette=cassette,
+                         cassette_mode="record")
     openai_server.stop()
     script = textwrap.dedent(f"""
         import json, sys
         import limbo_plugin.plugin, limbo_plugin.agents, limbo_plugin.agents.scaffold
         assert "litellm" not in sys.modules, "imported at plugin import"
+        from limbo_plugin.agents.options import AgentOptions
         from limbo_plugin.episode import run_episode
-        from limbo_plugin.records import EpisodeKey, RunConfig
+        from limbo_plugin.records import EpisodeKey
+        from limbo_plugin.runconfig import RunConfig
+        from limbo_plugin.spec.registry import SpecRegistry
         key = EpisodeKey.model_validate_json({FAULT_FREE.model_dump_json()!r})
-        record = run_episode(key, RunConfig(agent="litellm:{MODEL}"), agent_options={{
-            "cassette": {cassette!r}, "cassette_mode": "replay",
-            "model_options": {{"api_base": "http://127.0.0.1:9/v1"}}}})
+        registry = SpecRegistry.load({str(registry.root)!r})
+        record = run_episode(key, RunConfig(agent="litellm:{MODEL}"), registry=registry,
+                             agent_options=AgentOptions(
+            cassette={cassette!r}, cassette_mode="replay",
+            model_options={{"api_base": "http://127.0.0.1:9/v1"}}))
         assert "litellm" not in sys.modules, "imported for a replay"
         print(record.model_dump_json())
     """)

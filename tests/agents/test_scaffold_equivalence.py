@@ -13,7 +13,8 @@ import pytest
 from scaffoldkit import WORLDS, outcome, run_model
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, RunConfig
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import PolicyModel
 from limbo_plugin.testing.openai_server import OpenAIServer
@@ -27,7 +28,7 @@ def test_model_backed_policy_matches_scripted_policy(policy: str, registry: Spec
     seen = set()
     for key in WORLDS:
         scripted = run_episode(key, RunConfig(agent=f"scripted:{policy}"), registry=registry)
-        modelled = run_model(key, openai_server)
+        modelled = run_model(registry, key, openai_server)
         assert modelled.error is None
         assert (modelled.duplicates, modelled.eos, modelled.ts) == (
             scripted.duplicates, scripted.eos, scripted.ts), key.id
@@ -44,7 +45,7 @@ def test_policy_model_finds_task_from_the_registry(openai_server: OpenAIServer,
     key = EpisodeKey(template="invoice_batch", instance=1, focal_write="charge_1",
                      fault_mode="timeout_late")
     openai_server.model = PolicyModel("same_key", registry=registry, max_instance=2)
-    modelled = run_model(key, openai_server, instruction="no_cue")
+    modelled = run_model(registry, key, openai_server, instruction="no_cue")
     scripted = run_episode(key, RunConfig(agent="scripted:same_key", instruction="no_cue"),
                            registry=registry)
     assert outcome(modelled) == outcome(scripted)

@@ -9,12 +9,8 @@ from typing import Any
 from scaffoldkit import FAULT_FREE, WORLDS, run_model
 
 from limbo_plugin.agents.base import TOOL_CALL_BUDGET
-from limbo_plugin.agents.prompts import (
-    AWARE_RULES,
-    CONTINUATION_NUDGE,
-    REFLECTION_MESSAGE,
-    SYSTEM_PROMPT,
-)
+from limbo_plugin.agents.prompts import CONTINUATION_NUDGE, SYSTEM_PROMPT
+from limbo_plugin.conditions.prompts import AWARE_RULES, REFLECTION_MESSAGE
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import (
     MalformedModel,
@@ -42,7 +38,7 @@ def test_prompt_texts_are_the_papers() -> None:
 def test_first_request_has_system_prompt_instruction_and_tools(
         openai_server: OpenAIServer, registry: SpecRegistry) -> None:
     openai_server.model = SequenceModel([Reply(tool_calls=[finish_call()])])
-    record = run_model(FAULT_FREE, openai_server)
+    record = run_model(registry, FAULT_FREE, openai_server)
     [request] = openai_server.requests
     task = registry.template(FAULT_FREE.template).instantiate(0)
     assert request.model == "scripted"
@@ -55,9 +51,9 @@ def test_first_request_has_system_prompt_instruction_and_tools(
 
 
 def test_nudge_after_a_turn_without_tool_calls_and_end_after_three(
-        openai_server: OpenAIServer) -> None:
+        registry: SpecRegistry, openai_server: OpenAIServer) -> None:
     openai_server.model = TextModel("Let me think about this.")
-    record = run_model(FAULT_FREE, openai_server)
+    record = run_model(registry, FAULT_FREE, openai_server)
     requests = openai_server.requests
     assert len(requests) == 3  # the third idle turn ends the episode
     for n, request in enumerate(requests):
@@ -68,40 +64,42 @@ def test_nudge_after_a_turn_without_tool_calls_and_end_after_three(
     assert record.usage is not None and record.usage.model_calls == 3
 
 
-def test_idle_turns_count_over_the_whole_episode(openai_server: OpenAIServer) -> None:
+def test_idle_turns_count_over_the_whole_episode(registry: SpecRegistry,
+                                                 openai_server: OpenAIServer) -> None:
     wait = Reply(tool_calls=[ScriptedToolCall("wait", {"seconds": 5})])
     text = Reply(content="Thinking.")
     openai_server.model = SequenceModel([text, wait, text, wait, text, wait])
-    record = run_model(FAULT_FREE, openai_server)
+    record = run_model(registry, FAULT_FREE, openai_server)
     assert len(openai_server.requests) == 5
     assert record.tool_calls == 2 and record.final_status is None
 
 
-def test_call_budget_ends_the_episode(openai_server: OpenAIServer) -> None:
+def test_call_budget_ends_the_episode(registry: SpecRegistry, openai_server: OpenAIServer) -> None:
     openai_server.model = NeverFinishModel("wait", {"seconds": 1})
-    record = run_model(FAULT_FREE, openai_server)
+    record = run_model(registry, FAULT_FREE, openai_server)
     assert record.tool_calls == TOOL_CALL_BUDGET == 40
     assert len(openai_server.requests) == 40
     assert record.final_status is None and record.error is None
 
 
-def test_budget_stops_inside_a_turn_of_parallel_calls(openai_server: OpenAIServer) -> None:
+def test_budget_stops_inside_a_turn_of_parallel_calls(registry: SpecRegistry,
+                                                      openai_server: OpenAIServer) -> None:
     calls = [ScriptedToolCall("wait", {"seconds": s}) for s in (1, 2, 3)]
     openai_server.model = SequenceModel([Reply(tool_calls=calls)])
-    record = run_model(FAULT_FREE, openai_server)
+    record = run_model(registry, FAULT_FREE, openai_server)
     assert record.tool_calls == 40  # 13 full turns and one call of the 14th
     assert len(openai_server.requests) == 14
     assert [e.arguments["seconds"] for e in record.trace[-2:]] == [3, 1]
 
 
 def test_parallel_tool_calls_run_in_order_and_each_gets_its_answer(
-        openai_server: OpenAIServer) -> None:
+        registry: SpecRegistry, openai_server: OpenAIServer) -> None:
     calls = [ScriptedToolCall("wait", {"seconds": 7}),
              ScriptedToolCall("tickets_search", {"query": "checkout"}),
              ScriptedToolCall("wait", {"seconds": 3})]
     openai_server.model = SequenceModel([Reply(content="Three at once.", tool_calls=calls),
                                          Reply(tool_calls=[finish_call()])])
-    record = run_model(FAULT_FREE, openai_server)
+    record = run_model(registry, FAULT_FREE, openai_server)
     assert [(e.tool, e.arguments) for e in record.trace] == [
         ("wait", {"seconds": 7}), ("tickets_search", {"query": "checkout"}),
         ("wait", {"seconds": 3}), ("finish", finish_call().arguments)]
@@ -121,7 +119,7 @@ def test_malformed_tool_calls_get_tool_errors_and_the_episode_goes_on(
     task = registry.template(FAULT_FREE.template).instantiate(0)
     openai_server.model = MalformedModel(PolicyModel("verify_first", tasks=[task],
                                                      registry=registry))
-    record = run_model(FAULT_FREE, openai_server)
+    record = run_model(registry, FAULT_FREE, openai_server)
     first = record.trace[:3]
     assert all(e.is_error for e in first)
     assert [e.response["error"]["type"] for e in first] == [
@@ -147,7 +145,8 @@ def test_conditions_change_exactly_their_messages(openai_server: OpenAIServer,
     for condition, instruction in (("vanilla", "default"), ("aware", "default"),
                                    ("reflect", "default"), ("vanilla", "no_cue")):
         openai_server.clear()
-        record = run_model(key, openai_server, condition=condition, instruction=instruction)
+        record = run_model(registry, key, openai_server, condition=condition,
+                           instruction=instruction)
         runs[condition, instruction] = (record, _conversation(openai_server))
     vanilla_record, vanilla = runs["vanilla", "default"]
     assert vanilla[0] == {"role": "system", "content": SYSTEM_PROMPT}

@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import http.client
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from scaffoldkit import WORLDS, options_for, outcome
 
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.episode import run_episode
 from limbo_plugin.errors import UsageError
-from limbo_plugin.records import RunConfig
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import PolicyModel, SequenceModel, ToolNames, result_body
 from limbo_plugin.testing.openai_server import OpenAIServer, Reply, ScriptedToolCall
+
+REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
 
 RESPONSES = {"model_options": {"wire": "responses"}}
 
@@ -50,7 +54,7 @@ def test_the_responses_wire_is_a_faithful_conduit(policy: str, registry: SpecReg
         options = options_for(openai_server)
         options["model_options"]["wire"] = "responses"
         modelled = run_episode(key, RunConfig(agent="litellm:openai/scripted"),
-                               registry=registry, agent_options=options)
+                               registry=registry, agent_options=AgentOptions(**options))
         assert modelled.error is None
         assert outcome(modelled) == outcome(scripted), key.id
         assert modelled.usage is not None and modelled.usage.prompt_tokens > 0
@@ -70,7 +74,7 @@ def test_reasoning_items_are_replayed_to_the_model(openai_server: OpenAIServer) 
     options = options_for(openai_server)
     options["model_options"]["wire"] = "responses"
     record = run_episode(WORLDS[0], RunConfig(agent="litellm:openai/scripted"),
-                         agent_options=options)
+                         agent_options=AgentOptions(**options), registry=REGISTRY)
     assert record.error is None and record.final_status == "failed"
     second = openai_server.requests[1].raw
     assert second is not None
@@ -137,7 +141,7 @@ def test_an_unknown_wire_names_the_valid_ones() -> None:
     from limbo_plugin.agents.scaffold import ScaffoldAgent
 
     with pytest.raises(UsageError, match="valid: chat, responses"):
-        ScaffoldAgent("openai/x", {"model_options": {"wire": "grpc"}})
+        ScaffoldAgent("openai/x", AgentOptions(model_options={"wire": "grpc"}))
 
 
 def test_tool_names_resolve_by_suffix_whatever_the_harness_calls_them() -> None:

@@ -1,95 +1,86 @@
 """Shared building blocks of the condition tests: the worlds to sweep, running an episode, and
 test-local agents for behaviours no scripted reference policy has.
 
-Worlds are every template × instance 0 × every focal write × the applicable fault modes
-(``partial_batch`` only for batch writes), as SPEC §3 generates them. An episode takes a few
-milliseconds, so the sweeps stay fast.
+The sweep is every template × instance 0 × every focal write × the applicable fault modes,
+expanded by the product's own :func:`~limbo_plugin.experiments.iter_worlds` (so a mode that
+applies only to batch writes is swept only there, as SPEC §3 generates them). An episode takes a
+few milliseconds, so the sweeps stay fast. Every function takes the spec registry the test got
+from its ``registry`` fixture.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from functools import cache
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 from limbo_plugin.agents.base import AgentSession
+from limbo_plugin.conditions.intents import is_non_idempotent_write
 from limbo_plugin.contracts import ToolDefinition
 from limbo_plugin.episode import run_episode
+from limbo_plugin.experiments import iter_worlds
 from limbo_plugin.readback import unwrap
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
-from limbo_plugin.spec.registry import get_registry
+from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.templating import TemplateError, render
 from limbo_plugin.toolapi import ToolResult
 
-FAULT_MODES = (
-    "timeout_pre", "timeout_post", "timeout_late", "timeout_late_tail", "http500_pre",
-    "http500_post", "partial_batch", "redelivery", "http503", "http429", "outage", "schema_drift",
-)
 LOST_ACK = ("timeout_post", "http500_post")
 LATE = ("timeout_late", "timeout_late_tail")
-NON_IDEMPOTENT = ("non_idempotent", "key_optional")
 
 
-@dataclass(frozen=True)
-class World:
-    """One world of the sweep, with the focal write's contract under the chosen variant."""
+class Case(NamedTuple):
+    """One world of the sweep: its key, the focal write's definition under the chosen contract
+    variant, and the registry it comes from; ``str(case)`` is the episode id."""
 
-    template: str
-    focal: str
-    mode: str
+    key: EpisodeKey
     definition: ToolDefinition
+    registry: SpecRegistry
 
-    @property
-    def key(self) -> EpisodeKey:
-        return EpisodeKey(template=self.template, instance=0, focal_write=self.focal,
-                          fault_mode=self.mode)
-
-    @property
-    def tool(self) -> str:
-        return self.definition.name
-
-    @property
-    def non_idempotent(self) -> bool:
-        """A repeat can duplicate it (key support or not)."""
-        return self.definition.contract.idempotency in NON_IDEMPOTENT
-
-    @property
-    def verification(self) -> str:
-        return self.definition.contract.verification
+    mode = property(lambda self: self.key.fault_mode)
+    tool = property(lambda self: self.definition.name)
+    non_idempotent = property(lambda self: is_non_idempotent_write(self.definition))
+    """A repeat can duplicate it (key support or not)."""
+    verification = property(lambda self: self.definition.contract.verification)
 
     def __str__(self) -> str:
-        return f"{self.key.id}"
+        return self.key.id
 
 
-@cache
-def worlds(modes: tuple[str, ...] = FAULT_MODES, contract: str = "native") -> tuple[World, ...]:
-    registry = get_registry()
+def faulted_modes(registry: SpecRegistry) -> tuple[str, ...]:
+    """Every fault mode of the spec but the fault-free one."""
+    return tuple(name for name, mode in registry.faults.items() if mode.family != "none")
+
+
+def worlds(registry: SpecRegistry, modes: Sequence[str] | None = None,
+           contract: str = "native") -> tuple[Case, ...]:
+    """The sweep under ``contract``: instance 0 of every template, every focal write, ``modes``
+    (default: every faulted mode) wherever they apply."""
     catalog = registry.catalog(contract)
     found = []
-    for name in sorted(registry.templates):
-        task = registry.template(name).instantiate(0)
-        for focal in task.focal_writes:
-            definition = catalog.get(focal.tool)
-            assert definition is not None
-            for mode in modes:
-                if mode == "partial_batch" and definition.contract.batch_field is None:
-                    continue
-                found.append(World(name, focal.id, mode, definition))
+    for key in iter_worlds(registry, sorted(registry.templates), [0], "all",
+                           list(modes or faulted_modes(registry))):
+        if key.focal_write == BASELINE_FOCAL:
+            continue
+        task = registry.template(key.template).instantiate(key.instance)
+        definition = catalog.get(task.focal(key.focal_write).tool)
+        assert definition is not None
+        found.append(Case(key, definition, registry))
     return tuple(found)
 
 
-def world(template: str, focal: str, mode: str, contract: str = "native") -> World:
-    for candidate in worlds(FAULT_MODES, contract):
-        if (candidate.template, candidate.focal, candidate.mode) == (template, focal, mode):
+def world(registry: SpecRegistry, template: str, focal: str, mode: str,
+          contract: str = "native") -> Case:
+    for candidate in worlds(registry, [mode], contract):
+        if (candidate.key.template, candidate.key.focal_write) == (template, focal):
             return candidate
     raise KeyError((template, focal, mode))
 
 
-def run(w: World, condition: str, agent: str = "scripted:blind_retry", *,
+def run(w: Case, condition: str, agent: str = "scripted:blind_retry", *,
         contract: str = "native", agent_obj: Any = None) -> EpisodeRecord:
     config = RunConfig(agent=agent, condition=condition, contract=contract)
-    return run_episode(w.key, config, agent=agent_obj)
+    return run_episode(w.key, config, registry=w.registry, agent=agent_obj)
 
 
 def agent_calls(record: EpisodeRecord, tool: str) -> list[Any]:
@@ -107,7 +98,7 @@ def harness_calls(record: EpisodeRecord) -> list[Any]:
     return [e for e in record.trace if e.origin == "harness"]
 
 
-def failures(records: Iterable[tuple[World, EpisodeRecord]]) -> list[str]:
+def failures(records: Iterable[tuple[Case, EpisodeRecord]]) -> list[str]:
     """A readable line per failing world, for assertion messages."""
     return [f"{w}: eos={r.eos} dup={r.duplicates} ts={r.ts} status={r.final_status}"
             for w, r in records]
@@ -181,7 +172,7 @@ def _noted(result: ToolResult) -> bool:
     return "harness_note" in result.content
 
 
-def sweep(ws: Iterable[World], condition: str, agent: str = "scripted:blind_retry", *,
-          contract: str = "native") -> Iterator[tuple[World, EpisodeRecord]]:
+def sweep(ws: Iterable[Case], condition: str, agent: str = "scripted:blind_retry", *,
+          contract: str = "native") -> Iterator[tuple[Case, EpisodeRecord]]:
     for w in ws:
         yield w, run(w, condition, agent, contract=contract)

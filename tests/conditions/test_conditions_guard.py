@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from condkit import (
-    FAULT_MODES,
     LATE,
     PlanAgent,
     agent_calls,
     failures,
+    faulted_modes,
     harness_calls,
     run,
     sweep,
@@ -17,31 +17,34 @@ from condkit import (
 from condkit import worlds as all_worlds
 
 from limbo_plugin.conditions.vbr import BLOCKED
+from limbo_plugin.spec.registry import SpecRegistry
 
 KEYS = "keys_everywhere"
 AMBIGUOUS = ("timeout_pre", "timeout_post", "timeout_late", "timeout_late_tail", "http500_pre",
              "http500_post", "partial_batch", "redelivery")
 
 
-def test_keys_everywhere_guard_is_exactly_once_in_every_world() -> None:
-    ws = all_worlds(FAULT_MODES, KEYS)
-    assert {w.mode for w in ws} == set(FAULT_MODES)
+def test_keys_everywhere_guard_is_exactly_once_in_every_world(registry: SpecRegistry) -> None:
+    ws = all_worlds(registry, contract=KEYS)
+    assert {w.mode for w in ws} == set(faulted_modes(registry))
     bad = [(w, r) for w, r in sweep(ws, "guard", contract=KEYS) if not r.eos]
     assert not bad, failures(bad)
 
 
 @pytest.mark.parametrize("agent", ["scripted:verify_first", "scripted:same_key",
                                    "scripted:escalate_first"])
-def test_keys_everywhere_guard_is_exactly_once_whatever_the_recovery(agent: str) -> None:
+def test_keys_everywhere_guard_is_exactly_once_whatever_the_recovery(registry: SpecRegistry,
+                                                                     agent: str) -> None:
     # explicit refusals never reach the guard's logic; the blind_retry sweep covers them
-    ws = all_worlds(AMBIGUOUS, KEYS)
+    ws = all_worlds(registry, AMBIGUOUS, KEYS)
     bad = [(w, r) for w, r in sweep(ws, "guard", agent, contract=KEYS) if not r.eos]
     assert not bad, failures(bad)
 
 
-def test_keys_everywhere_guard_holds_when_the_agent_regenerates_its_key() -> None:
+def test_keys_everywhere_guard_holds_when_the_agent_regenerates_its_key(registry: SpecRegistry
+                                                                        ) -> None:
     bad, saw_new_keys = [], 0
-    for w in all_worlds(FAULT_MODES, KEYS):
+    for w in all_worlds(registry, contract=KEYS):
         agent = PlanAgent(fresh_keys=True)
         record = run(w, "guard", contract=KEYS, agent_obj=agent)
         saw_new_keys += any(k.endswith("-attempt-2") for k in agent.sent_keys)
@@ -51,20 +54,20 @@ def test_keys_everywhere_guard_holds_when_the_agent_regenerates_its_key() -> Non
     assert saw_new_keys >= 100  # the agent really did send a new key on its retries
 
 
-def test_the_pinned_key_replaces_the_regenerated_one() -> None:
-    w = world("hotfix_long", "ticket", "timeout_late", KEYS)
+def test_the_pinned_key_replaces_the_regenerated_one(registry: SpecRegistry) -> None:
+    w = world(registry, "hotfix_long", "ticket", "timeout_late", KEYS)
     record = run(w, "guard", contract=KEYS, agent_obj=PlanAgent(fresh_keys=True))
     sent = [e.arguments["idempotency_key"] for e in agent_calls(record, "tickets_create")]
     assert sent == ["ticket-attempt-1", "ticket-attempt-2"]
-    effects = [e for e in record.ledger if e["tool"] == "tickets_create"]
-    assert [e["key"] for e in effects] == ["ticket-attempt-1"]
+    effects = [e for e in record.ledger if e.tool == "tickets_create"]
+    assert [e.key for e in effects] == ["ticket-attempt-1"]
     assert record.eos
     unpinned = run(w, "guard-no-key", contract=KEYS, agent_obj=PlanAgent(fresh_keys=True))
     assert unpinned.duplicates == 1  # in flight under attempt-1, re-issued under attempt-2
 
 
-def test_native_guard_leaves_only_what_a_client_cannot_see() -> None:
-    for w, record in sweep(all_worlds(FAULT_MODES), "guard"):
+def test_native_guard_leaves_only_what_a_client_cannot_see(registry: SpecRegistry) -> None:
+    for w, record in sweep(all_worlds(registry), "guard"):
         if record.eos:
             continue
         unseen = w.mode in LATE and w.definition.contract.key_param is None
@@ -73,21 +76,23 @@ def test_native_guard_leaves_only_what_a_client_cannot_see() -> None:
 
 
 # -- ablations: each component matters in a world of its own --------------------------------------
-def test_key_component_prevents_a_late_commit_duplicate_on_a_keyable_write() -> None:
-    w = world("invoice_batch", "charge_1", "timeout_late")
+def test_key_component_prevents_a_late_commit_duplicate_on_a_keyable_write(registry: SpecRegistry
+                                                                           ) -> None:
+    w = world(registry, "invoice_batch", "charge_1", "timeout_late")
     full, ablated = run(w, "guard"), run(w, "guard-no-key")
     assert full.eos and not harness_calls(full)  # the pinned key made the re-issue safe
     assert ablated.duplicates == 1 and harness_calls(ablated)  # verified, saw nothing, sent
 
 
-def test_key_component_makes_redelivery_harmless_where_keys_exist() -> None:
-    w = world("cross_post", "post_mastodon", "redelivery")
+def test_key_component_makes_redelivery_harmless_where_keys_exist(registry: SpecRegistry) -> None:
+    w = world(registry, "cross_post", "post_mastodon", "redelivery")
     assert run(w, "guard").eos
     assert run(w, "guard-no-key").duplicates == 1
 
 
-def test_consistency_component_waits_out_the_lag_of_an_eventual_read_path() -> None:
-    w = world("hotfix_long", "email", "timeout_post")
+def test_consistency_component_waits_out_the_lag_of_an_eventual_read_path(registry: SpecRegistry
+                                                                          ) -> None:
+    w = world(registry, "hotfix_long", "email", "timeout_post")
     full, ablated = run(w, "guard"), run(w, "guard-no-consistency")
     assert full.eos and ablated.duplicates == 1
     (read,) = harness_calls(full)
@@ -96,8 +101,8 @@ def test_consistency_component_waits_out_the_lag_of_an_eventual_read_path() -> N
     assert harness_calls(ablated)[0].t_start == sent.t_end  # read at once: stale
 
 
-def test_block_component_refuses_an_unverifiable_repeat() -> None:
-    w = world("cross_post", "post_x", "timeout_post")
+def test_block_component_refuses_an_unverifiable_repeat(registry: SpecRegistry) -> None:
+    w = world(registry, "cross_post", "post_x", "timeout_post")
     full, ablated = run(w, "guard"), run(w, "guard-no-block")
     _first, repeat = agent_calls(full, "x_publish")
     assert repeat.response["error"]["type"] == BLOCKED
@@ -106,8 +111,8 @@ def test_block_component_refuses_an_unverifiable_repeat() -> None:
     assert ablated.duplicates == 1
 
 
-def test_block_lifts_once_the_agent_has_escalated() -> None:
-    w = world("cross_post", "post_x", "timeout_pre")
+def test_block_lifts_once_the_agent_has_escalated(registry: SpecRegistry) -> None:
+    w = world(registry, "cross_post", "post_x", "timeout_pre")
     record = run(w, "guard", "scripted:escalate_first")
     calls = [e.tool for e in record.trace if e.origin == "agent"]
     assert calls[:3] == ["x_publish", "escalate_to_human", "x_publish"]
@@ -115,13 +120,13 @@ def test_block_lifts_once_the_agent_has_escalated() -> None:
     assert record.eos
 
 
-def test_block_costs_completion_when_the_write_never_executed() -> None:
-    record = run(world("cross_post", "post_x", "timeout_pre"), "guard")
+def test_block_costs_completion_when_the_write_never_executed(registry: SpecRegistry) -> None:
+    record = run(world(registry, "cross_post", "post_x", "timeout_pre"), "guard")
     assert not record.ts and record.duplicates == 0 and record.final_status == "partial"
 
 
-def test_annotate_component_tells_the_agent_the_outcome_is_unknown() -> None:
-    w = world("incident_open", "email", "timeout_late")
+def test_annotate_component_tells_the_agent_the_outcome_is_unknown(registry: SpecRegistry) -> None:
+    w = world(registry, "incident_open", "email", "timeout_late")
     full, ablated = run(w, "guard"), run(w, "guard-no-annotate")
     note = agent_calls(full, "email_send")[0].response.get("harness_note", "")
     assert "unknown" in note and "escalate_to_human" in note
@@ -129,8 +134,8 @@ def test_annotate_component_tells_the_agent_the_outcome_is_unknown() -> None:
     assert "harness_note" not in agent_calls(ablated, "email_send")[0].response
 
 
-def test_annotate_component_changes_what_a_heeding_agent_does() -> None:
-    w = world("incident_open", "email", "timeout_late")
+def test_annotate_component_changes_what_a_heeding_agent_does(registry: SpecRegistry) -> None:
+    w = world(registry, "incident_open", "email", "timeout_late")
     full = run(w, "guard", agent_obj=PlanAgent(heed_notes=True))
     ablated = run(w, "guard-no-annotate", agent_obj=PlanAgent(heed_notes=True))
     assert full.behaviour == "move_on" or full.behaviour == "stop_without_checking"
@@ -138,8 +143,8 @@ def test_annotate_component_changes_what_a_heeding_agent_does() -> None:
     assert ablated.behaviour == "blind_retry" and ablated.duplicates == 1
 
 
-def test_a_suppressed_reissue_is_explained_only_with_annotate() -> None:
-    w = world("feature_flags", "publish", "timeout_post")
+def test_a_suppressed_reissue_is_explained_only_with_annotate(registry: SpecRegistry) -> None:
+    w = world(registry, "feature_flags", "publish", "timeout_post")
     full, ablated = run(w, "guard"), run(w, "guard-no-annotate")
     answer = agent_calls(full, "linkedin_publish")[-1].response
     assert not agent_calls(full, "linkedin_publish")[-1].is_error
@@ -149,12 +154,12 @@ def test_a_suppressed_reissue_is_explained_only_with_annotate() -> None:
     assert full.eos and ablated.eos
 
 
-def test_generated_keys_are_kept_out_of_the_operators_report() -> None:
-    record = run(world("invoice_batch", "charge_1", "timeout_pre"), "guard",
+def test_generated_keys_are_kept_out_of_the_operators_report(registry: SpecRegistry) -> None:
+    record = run(world(registry, "invoice_batch", "charge_1", "timeout_pre"), "guard",
                  "scripted:escalate_first")
     answer = next(e for e in record.trace if e.tool == "escalate_to_human").response
     assert answer["operations"] and all("idempotency_key" not in op["arguments"]
                                         for op in answer["operations"])
     assert record.eos
-    charged = [e for e in record.ledger if e["tool"] == "billing_create_charge"]
-    assert charged and all(e["key"] for e in charged)  # yet the service got the key
+    charged = [e for e in record.ledger if e.tool == "billing_create_charge"]
+    assert charged and all(e.key for e in charged)  # yet the service got the key

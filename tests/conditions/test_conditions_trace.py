@@ -6,12 +6,13 @@ import pytest
 from condkit import agent_calls, harness_calls, run, world
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import RunConfig
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
 
 
 @pytest.mark.parametrize("condition", ["vbr", "guard", "wait_60"])
-def test_read_backs_are_traced_as_harness_calls(condition: str) -> None:
-    record = run(world("feature_flags", "publish", "timeout_post"), condition)
+def test_read_backs_are_traced_as_harness_calls(registry: SpecRegistry, condition: str) -> None:
+    record = run(world(registry, "feature_flags", "publish", "timeout_post"), condition)
     reads = harness_calls(record)
     assert [e.tool for e in reads] == ["linkedin_list_posts"]
     assert record.harness_calls == len(reads) == 1
@@ -22,8 +23,8 @@ def test_read_backs_are_traced_as_harness_calls(condition: str) -> None:
     assert reissue.t_start <= reads[0].t_start and reads[0].t_end <= reissue.t_end
 
 
-def test_harness_seconds_are_the_harness_calls_plus_its_sleeps() -> None:
-    w = world("feature_flags", "publish", "timeout_post")
+def test_harness_seconds_are_the_harness_calls_plus_its_sleeps(registry: SpecRegistry) -> None:
+    w = world(registry, "feature_flags", "publish", "timeout_post")
     vbr = run(w, "vbr")
     assert vbr.harness_seconds == sum(e.t_end - e.t_start for e in harness_calls(vbr)) == 1.0
     waited = run(w, "wait_60")
@@ -33,23 +34,24 @@ def test_harness_seconds_are_the_harness_calls_plus_its_sleeps() -> None:
     assert waited.harness_seconds == pytest.approx(read.t_end - first.t_end)
 
 
-def test_harness_calls_leave_the_agents_call_count_alone() -> None:
-    w = world("migration_log", "batch", "partial_batch")
+def test_harness_calls_leave_the_agents_call_count_alone(registry: SpecRegistry) -> None:
+    w = world(registry, "migration_log", "batch", "partial_batch")
     base, vbr = run(w, "vanilla"), run(w, "vbr")
     assert vbr.tool_calls == base.tool_calls
     assert vbr.harness_calls == 4 and base.harness_calls == 0
     assert all(e.origin in ("agent", "harness") for e in vbr.trace)
 
 
-def test_the_behaviour_coder_ignores_harness_retries() -> None:
-    record = run(world("incident_open", "ticket", "timeout_post"), "sdk_retry",
+def test_the_behaviour_coder_ignores_harness_retries(registry: SpecRegistry) -> None:
+    record = run(world(registry, "incident_open", "ticket", "timeout_post"), "sdk_retry",
                  "scripted:no_retry")
     assert harness_calls(record) and record.duplicates == 1
     assert record.behaviour in ("move_on", "stop_without_checking")
 
 
-def test_effects_of_harness_calls_are_attributed_to_the_harness() -> None:
-    record = run_episode(world("incident_open", "ticket", "timeout_post").key,
-                         RunConfig(agent="scripted:no_retry", condition="sdk_retry"))
-    origins = [e["origin"] for e in record.ledger if e["tool"] == "tickets_create"]
+def test_effects_of_harness_calls_are_attributed_to_the_harness(registry: SpecRegistry) -> None:
+    record = run_episode(world(registry, "incident_open", "ticket", "timeout_post").key,
+                         RunConfig(agent="scripted:no_retry", condition="sdk_retry"),
+                         registry=registry)
+    origins = [e.origin for e in record.ledger if e.tool == "tickets_create"]
     assert origins == ["agent", "harness"]

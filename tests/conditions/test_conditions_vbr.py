@@ -10,9 +10,12 @@ from __future__ import annotations
 from condkit import LATE, LOST_ACK, agent_calls, failures, harness_calls, run, sweep, world
 from condkit import worlds as all_worlds
 
+from limbo_plugin.spec.registry import SpecRegistry
 
-def test_exactly_once_after_lost_acks_on_strongly_consistent_read_paths() -> None:
-    ws = [w for w in all_worlds(LOST_ACK) if w.verification == "strong"]
+
+def test_exactly_once_after_lost_acks_on_strongly_consistent_read_paths(registry: SpecRegistry
+                                                                        ) -> None:
+    ws = [w for w in all_worlds(registry, LOST_ACK) if w.verification == "strong"]
     assert len(ws) >= 40
     bad = [(w, r) for w, r in sweep(ws, "vbr") if not r.eos]
     assert not bad, failures(bad)
@@ -20,8 +23,8 @@ def test_exactly_once_after_lost_acks_on_strongly_consistent_read_paths() -> Non
     assert len(vanilla) >= 30  # the same agent without vbr duplicates
 
 
-def test_a_partial_batch_is_completed_with_only_the_missing_rows() -> None:
-    ws = all_worlds(("partial_batch",))
+def test_a_partial_batch_is_completed_with_only_the_missing_rows(registry: SpecRegistry) -> None:
+    ws = all_worlds(registry, ("partial_batch",))
     assert ws
     for w, record in sweep(ws, "vbr"):
         assert record.eos, record.failure_message()
@@ -31,39 +34,41 @@ def test_a_partial_batch_is_completed_with_only_the_missing_rows() -> None:
         assert len(harness_calls(record)) == rows  # one read-back per row
 
 
-def test_late_commits_still_duplicate() -> None:
-    ws = [w for w in all_worlds(LATE) if w.non_idempotent]
+def test_late_commits_still_duplicate(registry: SpecRegistry) -> None:
+    ws = [w for w in all_worlds(registry, LATE) if w.non_idempotent]
     for w, record in sweep(ws, "vbr"):
         assert record.duplicates >= 1, w
         if w.verification != "none":
             assert harness_calls(record), w  # it did verify; the request was in flight
 
 
-def test_what_a_read_back_cannot_see_still_duplicates() -> None:
-    stale = [w for w in all_worlds(LOST_ACK) if w.verification == "eventual"]
-    blind = [w for w in all_worlds(LOST_ACK) if w.verification == "none"]
+def test_what_a_read_back_cannot_see_still_duplicates(registry: SpecRegistry) -> None:
+    stale = [w for w in all_worlds(registry, LOST_ACK) if w.verification == "eventual"]
+    blind = [w for w in all_worlds(registry, LOST_ACK) if w.verification == "none"]
     assert stale and blind
     for w, record in sweep([*stale, *blind], "vbr"):
         assert record.duplicates == 1, w
 
 
-def test_vbr_is_invisible_to_the_agent() -> None:
-    record = run(world("feature_flags", "publish", "timeout_post"), "vbr")
+def test_vbr_is_invisible_to_the_agent(registry: SpecRegistry) -> None:
+    record = run(world(registry, "feature_flags", "publish", "timeout_post"), "vbr")
     first, reissue = agent_calls(record, "linkedin_publish")
     assert first.is_error and "harness_note" not in first.response
     assert not reissue.is_error and "harness_note" not in reissue.response
-    assert reissue.response["id"] == record.ledger[-1]["record_ids"][0]
+    assert reissue.response["id"] == record.ledger[-1].record_ids[0]
     assert reissue.response["url"].endswith(reissue.response["id"])
     assert record.eos
 
 
-def test_a_reissue_with_the_same_key_passes_unverified() -> None:
-    record = run(world("invoice_batch", "charge_1", "timeout_post"), "vbr", "scripted:same_key")
+def test_a_reissue_with_the_same_key_passes_unverified(registry: SpecRegistry) -> None:
+    record = run(world(registry, "invoice_batch", "charge_1", "timeout_post"), "vbr",
+                 "scripted:same_key")
     assert record.eos and not harness_calls(record)
 
 
-def test_nothing_is_intercepted_without_an_ambiguous_error() -> None:
-    ws = all_worlds(("timeout_pre", "http500_pre", "redelivery", "http503", "schema_drift"))
+def test_nothing_is_intercepted_without_an_ambiguous_error(registry: SpecRegistry) -> None:
+    ws = all_worlds(registry, ("timeout_pre", "http500_pre", "redelivery", "http503",
+                               "schema_drift"))
     for w, record in sweep(ws, "vbr"):
         if w.mode in ("timeout_pre", "http500_pre") and w.non_idempotent and (
                 w.verification != "none"):

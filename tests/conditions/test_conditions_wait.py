@@ -14,40 +14,45 @@ from condkit import worlds as all_worlds
 
 from limbo_plugin.conditions.base import HarnessEnv
 from limbo_plugin.conditions.wait import wait_bound, wait_then_verify
-from limbo_plugin.faults import FaultPlan, FocalTrigger
+from limbo_plugin.faults import FaultPlan
 from limbo_plugin.sandbox import Sandbox
-from limbo_plugin.spec.registry import get_registry
+from limbo_plugin.spec.models import FocalTrigger
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.toolapi import ToolCall, ToolResult
 
 
-def _verifiable(modes: tuple[str, ...]) -> list:
-    return [w for w in all_worlds(modes) if w.non_idempotent and w.verification != "none"]
+def _verifiable(registry: SpecRegistry, modes: tuple[str, ...]) -> list:
+    return [w for w in all_worlds(registry, modes) if w.non_idempotent and w.verification != "none"]
 
 
 @pytest.mark.parametrize("delta", [90, 91, 120, 300, 3600])
-def test_a_bound_at_least_the_fixed_delay_is_exactly_once(delta: int) -> None:
-    ws = _verifiable(("timeout_late",))
+def test_a_bound_at_least_the_fixed_delay_is_exactly_once(registry: SpecRegistry,
+                                                          delta: int) -> None:
+    ws = _verifiable(registry, ("timeout_late",))
     assert len(ws) >= 25
     bad = [(w, r) for w, r in sweep(ws, f"wait_{delta}") if not r.eos]
     assert not bad, failures(bad)
 
 
 @pytest.mark.parametrize("delta", [0, 30, 60, 89])
-def test_a_bound_below_the_fixed_delay_duplicates(delta: int) -> None:
-    for w, record in sweep(_verifiable(("timeout_late",)), f"wait_{delta}"):
+def test_a_bound_below_the_fixed_delay_duplicates(registry: SpecRegistry, delta: int) -> None:
+    for w, record in sweep(_verifiable(registry, ("timeout_late",)), f"wait_{delta}"):
         assert record.duplicates >= 1, w
 
 
 @pytest.mark.parametrize("delta", [60, 300, 900, 3600])
-def test_heavy_tail_exactly_once_in_exactly_the_worlds_within_the_bound(delta: int) -> None:
-    records = list(sweep(_verifiable(("timeout_late_tail",)), f"wait_{delta}"))
-    within = [r.fault["delay_s"] <= delta for _, r in records]
+def test_heavy_tail_exactly_once_in_exactly_the_worlds_within_the_bound(registry: SpecRegistry,
+                                                                        delta: int) -> None:
+    records = list(sweep(_verifiable(registry, ("timeout_late_tail",)), f"wait_{delta}"))
+    delays = [r.fault.delay_s for _, r in records]
+    assert None not in delays
+    within = [d is not None and d <= delta for d in delays]
     assert [r.eos for _, r in records] == within
     assert any(within) and not all(within)  # both sides are exercised
 
 
-def test_waiting_costs_simulated_time_that_grows_with_the_bound() -> None:
-    ws = _verifiable(("timeout_late_tail",))
+def test_waiting_costs_simulated_time_that_grows_with_the_bound(registry: SpecRegistry) -> None:
+    ws = _verifiable(registry, ("timeout_late_tail",))
     means = []
     for delta in (0, 60, 300, 900, 3600):
         records = [r for _, r in sweep(ws, f"wait_{delta}")]
@@ -58,8 +63,8 @@ def test_waiting_costs_simulated_time_that_grows_with_the_bound() -> None:
     assert means[-1][1] > 3000
 
 
-def test_the_lag_of_an_eventual_read_path_is_added_to_the_bound() -> None:
-    record = run(world("hotfix_long", "email", "timeout_late"), "wait_90")
+def test_the_lag_of_an_eventual_read_path_is_added_to_the_bound(registry: SpecRegistry) -> None:
+    record = run(world(registry, "hotfix_long", "email", "timeout_late"), "wait_90")
     read = harness_calls(record)[0]
     first = next(e for e in record.trace if e.tool == "email_send")
     assert read.tool == "email_search_sent"
@@ -67,8 +72,8 @@ def test_the_lag_of_an_eventual_read_path_is_added_to_the_bound() -> None:
     assert record.eos
 
 
-def test_writes_without_a_read_back_are_not_helped() -> None:
-    record = run(world("cross_post", "post_x", "timeout_late"), "wait_3600")
+def test_writes_without_a_read_back_are_not_helped(registry: SpecRegistry) -> None:
+    record = run(world(registry, "cross_post", "post_x", "timeout_late"), "wait_3600")
     assert record.duplicates == 1 and not harness_calls(record)
 
 
@@ -94,15 +99,15 @@ class LosesFirstRequest:
         return ToolResult(copy.deepcopy(mode.response or {}), is_error=True)
 
 
-def test_the_bound_runs_from_every_unknown_request_not_only_the_first() -> None:
+def test_the_bound_runs_from_every_unknown_request_not_only_the_first(registry: SpecRegistry
+                                                                     ) -> None:
     """Two identical requests with unknown outcomes: the first was lost, the second is in
     flight. Reading back Δ + lag after the *first* was sent would miss the second and send a
     third (a duplicate); waiting until Δ + lag after the latest unknown one is exactly-once for
     every in-flight delay up to Δ, which is what the bound promises (see docs/decisions.md)."""
-    registry = get_registry()
     late = FaultPlan(mode=registry.fault_mode("timeout_late"),
                      trigger=FocalTrigger(tool="tickets_create"), world_seed=0)
-    box = Sandbox(["tickets"], fault=late)
+    box = Sandbox(["tickets"], fault=late, registry=registry)
     env = HarnessEnv(tools=dict(box.world.tools), world=box.world)
     harness = wait_then_verify(LosesFirstRequest(box.transport, box, "tickets_create"), env, 90)
     create = ToolCall("tickets_create", {"project": "OPS", "title": "[SEV2] api: 5xx",

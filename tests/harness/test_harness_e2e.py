@@ -19,10 +19,15 @@ from limbo_plugin.agents.harness_install import (
     find_harness,
     installed_executable,
 )
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import FailingModel, PolicyModel
 from limbo_plugin.testing.openai_server import OpenAIServer
+
+REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
 
 LOST_ACK = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
                       fault_mode="timeout_post")
@@ -41,11 +46,11 @@ def _require(name: str) -> None:
 
 def _episode(name: str, policy: str, key: EpisodeKey, server: OpenAIServer, reports: Path,
              condition: str = "vanilla") -> EpisodeRecord:
-    server.model = PolicyModel(policy, max_instance=1)
-    options = {"model_options": {**server.model_options(), "api_key": API_KEY},
-               "reports_dir": str(reports)}
+    server.model = PolicyModel(policy, registry=REGISTRY, max_instance=1)
+    options = AgentOptions(model_options={**server.model_options(), "api_key": API_KEY},
+                           reports_dir=str(reports))
     return run_episode(key, RunConfig(agent=f"harness:{name}:scripted", condition=condition),
-                       agent_options=options)
+                       agent_options=options, registry=REGISTRY)
 
 
 def _graded(record: EpisodeRecord) -> dict[str, object]:
@@ -61,7 +66,7 @@ def test_blind_retry_duplicates_a_lost_ack_and_verify_first_does_not(
         for key in (LOST_ACK, LATE_COMMIT):
             record = _episode(name, policy, key, model_server, tmp_path)
             assert record.error is None, record.error
-            reference = run_episode(key, RunConfig(agent=f"scripted:{policy}"))
+            reference = run_episode(key, RunConfig(agent=f"scripted:{policy}"), registry=REGISTRY)
             assert _graded(record) == _graded(reference), (name, policy, key.id)
             assert record.harness is not None and record.harness.tool_listings >= 1
             assert record.usage is not None and record.usage.prompt_tokens > 0
@@ -83,7 +88,8 @@ def test_the_guard_in_the_sandbox_protects_a_blind_harness(
         name: str, model_server: OpenAIServer, tmp_path: Path) -> None:
     _require(name)
     record = _episode(name, "blind_retry", LOST_ACK, model_server, tmp_path, condition="guard")
-    reference = run_episode(LOST_ACK, RunConfig(agent="scripted:blind_retry", condition="guard"))
+    reference = run_episode(LOST_ACK, RunConfig(agent="scripted:blind_retry", condition="guard"),
+                            registry=REGISTRY)
     assert record.error is None, record.error
     assert _graded(record) == _graded(reference)
     assert record.harness_calls > 0 and record.duplicates == 0 and record.eos
@@ -97,11 +103,11 @@ def test_a_harness_whose_mcp_server_cannot_start_is_an_infrastructure_error(
                                                'command: "/nonexistent/limbo-mcp"')
     broken = tmp_path / "codex-broken.yaml"
     broken.write_text(text)
-    model_server.model = PolicyModel("verify_first", max_instance=1)
-    options = {"model_options": {**model_server.model_options(), "model": "scripted"},
-               "reports_dir": str(tmp_path)}
+    model_server.model = PolicyModel("verify_first", registry=REGISTRY, max_instance=1)
+    options = AgentOptions(model_options={**model_server.model_options(), "model": "scripted"},
+                           reports_dir=str(tmp_path))
     record = run_episode(LOST_ACK, RunConfig(agent=f"harness:command:{broken}"),
-                         agent_options=options)
+                         agent_options=options, registry=REGISTRY)
     assert record.error is not None and "its tools never loaded" in record.error
     assert record.harness is not None and record.harness.tool_listings == 0
     assert record.tool_calls == 0
@@ -112,9 +118,9 @@ def test_a_gateway_that_keeps_failing_is_an_infrastructure_error_not_a_graded_fa
     """Codex gives up after its retries and exits; its transcript says why (turn.failed)."""
     _require("codex")
     model_server.model = FailingModel(500)
-    options = {"model_options": model_server.model_options(), "reports_dir": str(tmp_path)}
+    options = AgentOptions(model_options=model_server.model_options(), reports_dir=str(tmp_path))
     record = run_episode(LOST_ACK, RunConfig(agent="harness:codex:scripted"),
-                         agent_options=options)
+                         agent_options=options, registry=REGISTRY)
     assert record.error is not None and "the model gateway failed" in record.error
     assert record.harness is not None and record.harness.tool_listings == 1
 

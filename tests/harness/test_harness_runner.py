@@ -11,12 +11,17 @@ from typing import Any
 
 import pytest
 
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.prompts import HARNESS_PREAMBLE
 from limbo_plugin.episode import run_episode
 from limbo_plugin.errors import UsageError
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.server.wire import TOKEN_ENV
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.openai_server import OpenAIServer
+
+REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
 
 KEY = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
                  fault_mode="timeout_post")
@@ -24,9 +29,10 @@ KEY = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
 
 def _run(path: Path, server: OpenAIServer, reports: Path, **model_options: Any
          ) -> EpisodeRecord:
-    options = {"model_options": {**server.model_options(), **model_options},
-               "reports_dir": str(reports)}
-    return run_episode(KEY, RunConfig(agent=f"harness:command:{path}"), agent_options=options)
+    options = AgentOptions(model_options={**server.model_options(), **model_options},
+                           reports_dir=str(reports))
+    return run_episode(KEY, RunConfig(agent=f"harness:command:{path}"), agent_options=options,
+                       registry=REGISTRY)
 
 
 def test_a_cli_that_finishes_is_graded_with_usage_and_a_transcript(
@@ -139,12 +145,13 @@ def test_harness_agents_need_a_gateway_and_a_model(fake_harness: Any, tmp_path: 
 
     path = fake_harness("finish")
     with pytest.raises(UsageError, match="--model-option api_base=URL"):
-        make_agent(f"harness:command:{path}", {"model_options": {}})
+        make_agent(f"harness:command:{path}", AgentOptions(model_options={}))
     path.write_text(path.read_text().replace("model: scripted\n", ""))
     with pytest.raises(UsageError, match="needs a model"):
-        make_agent(f"harness:command:{path}", {"model_options": {"api_base": "http://x/v1"}})
+        make_agent(f"harness:command:{path}",
+                   AgentOptions(model_options={"api_base": "http://x/v1"}))
     agent = make_agent(f"harness:command:{path}",
-                       {"model_options": {"api_base": "http://x/v1", "model": "m1"}})
+                       AgentOptions(model_options={"api_base": "http://x/v1", "model": "m1"}))
     assert agent.name == f"harness:command:{path}"
 
 
@@ -156,8 +163,9 @@ def test_an_api_key_is_taken_from_the_named_environment_variable(
     spec = load_harness(fake_harness("finish"))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("MY_GATEWAY_KEY", "sk-gateway")
-    assert HarnessAgent(spec, "m", {"model_options": {"api_base": "x"}}).api_key == LOCAL_API_KEY
-    named = HarnessAgent(spec, "m", {"model_options": {"api_base": "x",
-                                                       "api_key_env": "MY_GATEWAY_KEY"}})
+    plain = HarnessAgent(spec, "m", AgentOptions(model_options={"api_base": "x"}))
+    assert plain.api_key == LOCAL_API_KEY
+    named = HarnessAgent(spec, "m", AgentOptions(model_options={
+        "api_base": "x", "api_key_env": "MY_GATEWAY_KEY"}))
     assert named.api_key == "sk-gateway"
     assert os.environ.get("OPENAI_API_KEY") is None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from limbo_plugin.agents import validate_agent_spec
+from limbo_plugin.agents import check_agent
 from limbo_plugin.agents.harness_install import BUILT_IN, find_harness, harness_path
 from limbo_plugin.agents.harness_spec import load_harness, render, render_command
 from limbo_plugin.errors import SpecError, UsageError
@@ -53,21 +53,21 @@ def test_a_broken_adapter_is_one_line_with_file_and_line(tmp_path: Path, text: s
 
 def test_agent_strings_are_checked_with_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="harness:<name>:<model>"):
-        validate_agent_spec("harness:codex")
+        check_agent("harness:codex")
     with pytest.raises(UsageError, match=r"unknown harness 'nope'; known: .*codex"):
-        validate_agent_spec("harness:nope:gpt")
+        check_agent("harness:nope:gpt")
     with pytest.raises(UsageError, match="does not exist"):
-        validate_agent_spec(f"harness:command:{tmp_path}/absent.yaml")
+        check_agent(f"harness:command:{tmp_path}/absent.yaml")
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: x\n")
     with pytest.raises(SpecError, match=r"broken.yaml:1"):
-        validate_agent_spec(f"harness:command:{broken}")
+        check_agent(f"harness:command:{broken}")
     missing = tmp_path / "missing-program.yaml"
     missing.write_text("name: x\ncommand: [no-such-program-anywhere, \"{prompt}\"]\n")
     with pytest.raises(UsageError, match="'no-such-program-anywhere' is not on PATH"):
-        validate_agent_spec(f"harness:command:{missing}")
-    with pytest.raises(UsageError, match="valid forms: scripted:<policy>, mcp:<policy>"):
-        validate_agent_spec("robot:arm")
+        check_agent(f"harness:command:{missing}")
+    with pytest.raises(UsageError, match=r"valid forms: scripted:<policy> \(.*\), mcp:<policy>"):
+        check_agent("robot:arm")
 
 
 def test_placeholders_fill_whole_values_splice_lists_and_escape_braces() -> None:

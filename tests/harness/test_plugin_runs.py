@@ -11,8 +11,11 @@ import pytest
 from harnesskit import records
 
 from limbo_plugin.agents.harness_install import find_harness, installed_executable
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import PolicyModel
 from limbo_plugin.testing.openai_server import OpenAIServer
+
+REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
 
 SELECT = ["--experiment", "small", "-k", "lost_ack"]
 
@@ -32,7 +35,7 @@ def test_a_production_harness_through_the_plugin(project: pytest.Pytester) -> No
         pytest.skip("codex CLI is not installed: `limbo harness install codex`")
     args = [*SELECT, "-k", "incident_open and lost_ack", "--agent", "harness:codex:scripted"]
     for policy, outcome in (("blind_retry", {"failed": 1}), ("verify_first", {"passed": 1})):
-        with OpenAIServer(PolicyModel(policy, max_instance=1)) as server:
+        with OpenAIServer(PolicyModel(policy, registry=REGISTRY, max_instance=1)) as server:
             result = project.runpytest_subprocess(
                 *args, "--model-option", f"api_base={server.base_url}")
         result.assert_outcomes(**outcome)

@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from harnesskit import records
 
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import PolicyModel
 from limbo_plugin.testing.openai_server import OpenAIServer
+
+REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SELECT = ["--experiment", "small", "-k", "lost_ack"]
@@ -42,7 +45,7 @@ def test_the_python_agent_example(project: pytest.Pytester, monkeypatch: pytest.
                                   policy: str, outcome: dict[str, int]) -> None:
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline
     _write(project, "my_agent.py")
-    with OpenAIServer(PolicyModel(policy, max_instance=1)) as server:
+    with OpenAIServer(PolicyModel(policy, registry=REGISTRY, max_instance=1)) as server:
         result = project.runpytest_subprocess(
             *SELECT, "--agent", "python:my_agent:MyAgent",
             "--model-option", "model=openai/scripted",
@@ -58,7 +61,7 @@ def test_the_python_agent_example(project: pytest.Pytester, monkeypatch: pytest.
 def test_the_command_agent_example(project: pytest.Pytester, policy: str,
                                    outcome: dict[str, int]) -> None:
     _write(project, "specs/harnesses/my-agent.yaml", "specs/harnesses/my_mcp_agent.py")
-    with OpenAIServer(PolicyModel(policy, max_instance=1)) as server:
+    with OpenAIServer(PolicyModel(policy, registry=REGISTRY, max_instance=1)) as server:
         result = project.runpytest_subprocess(
             *SELECT, "--agent", "harness:command:my-agent", "--model-option", "model=scripted",
             "--model-option", f"api_base={server.base_url}")

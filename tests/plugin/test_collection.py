@@ -115,6 +115,8 @@ def test_summary_table_and_files(project: pytest.Pytester) -> None:
     (["--experiment", "missing"], "smoke"),
     (["--operator", "silent"], "unresponsive"),
     (["--model-option", "novalue"], "KEY=VALUE"),
+    (["--limbo-cassette-mode", "bogus"], "--limbo-cassette-mode: input should be 'record'"),
+    (["--limbo-provider-retries", "0"], "--limbo-provider-retries: input should be greater"),
 ])
 def test_unknown_values_are_usage_errors_listing_valid_ones(project: pytest.Pytester,
                                                             args: list[str], message: str

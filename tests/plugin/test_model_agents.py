@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import FailingModel, PolicyModel
 from limbo_plugin.testing.openai_server import OpenAIServer
 
@@ -24,9 +25,9 @@ def records(project: pytest.Pytester) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
-def test_litellm_agent_through_the_plugin_and_cassette_replay(project: pytest.Pytester
-                                                              ) -> None:
-    with OpenAIServer(PolicyModel("verify_first")) as server:
+def test_litellm_agent_through_the_plugin_and_cassette_replay(project: pytest.Pytester,
+                                                              registry: SpecRegistry) -> None:
+    with OpenAIServer(PolicyModel("verify_first", registry=registry)) as server:
         args = [*model_args(server), "--limbo-cassette", "cassette"]
         first = project.runpytest_subprocess(*SELECT, *args)
         assert server.requests, "the model was called through the local server"
@@ -41,7 +42,8 @@ def test_litellm_agent_through_the_plugin_and_cassette_replay(project: pytest.Py
     assert "duplicated ticket" in replay.stdout.str()
 
 
-def test_provider_failure_is_an_error_excluded_and_rerun(project: pytest.Pytester) -> None:
+def test_provider_failure_is_an_error_excluded_and_rerun(project: pytest.Pytester,
+                                                         registry: SpecRegistry) -> None:
     with OpenAIServer(FailingModel()) as server:
         failed = project.runpytest_subprocess(*SELECT, *model_args(server),
                                               "--limbo-provider-retries", "2")
@@ -49,7 +51,7 @@ def test_provider_failure_is_an_error_excluded_and_rerun(project: pytest.Pyteste
         assert "infrastructure error" in failed.stdout.str()
         assert "2 episode(s) ended in an infrastructure error" in failed.stdout.str()
         assert all(r["error"] for r in records(project))
-        server.model = PolicyModel("verify_first")
+        server.model = PolicyModel("verify_first", registry=registry)
         resumed = project.runpytest_subprocess(*SELECT, *model_args(server), "--limbo-resume")
     resumed.assert_outcomes(passed=1, failed=1)
     latest = {r["episode_id"]: r for r in records(project)}

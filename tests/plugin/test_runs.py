@@ -99,6 +99,8 @@ BROKEN = {
     "mode": ("name: broken\nmodes: [none, timeout_later]\n", "unknown fault mode"),
     "focal": ("name: broken\ntemplates: [incident_open]\nfocal_writes: [tickt]\n",
               "unknown focal write 'tickt'"),
+    "agent": ("name: broken\ntemplates: [incident_open]\nagents: [scripted:nope]\n",
+              "scripted policies: scripted:blind_retry"),
 }
 
 
@@ -111,7 +113,7 @@ def test_a_broken_experiment_is_one_clear_error(project: pytest.Pytester, kind: 
     result.assert_outcomes(errors=1, passed=4, failed=3, xfailed=1)
     out = result.stdout.str()
     assert "broken.yaml:" in out and message in out
-    line = {"syntax": 3, "field": 3, "template": 2, "mode": 2, "focal": 3}[kind]
+    line = {"syntax": 3, "field": 3, "template": 2, "mode": 2, "focal": 3, "agent": 3}[kind]
     assert f"broken.yaml:{line}:" in out
 
 

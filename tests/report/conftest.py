@@ -12,8 +12,9 @@ import pytest
 
 from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
-from limbo_plugin.records import EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeRecord
 from limbo_plugin.report.build import ReportOutcome, make_report
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
@@ -42,7 +43,7 @@ def real_report(registry: SpecRegistry, tmp_path_factory: pytest.TempPathFactory
                for agent in AGENTS for key in keys]
     path = root / "episodes.jsonl"
     path.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
-    return BuiltReport(records, make_report([path], root / "report", specs=str(SPECS)))
+    return BuiltReport(records, make_report([path], registry, root / "report"))
 
 
 def find_chromium() -> str | None:

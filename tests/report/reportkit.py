@@ -7,6 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from limbo_plugin.records import EffectCount, EpisodeRecord, TraceEntry
+from limbo_plugin.report.load import LoadedRecords, SpecFacts, load_records
+from limbo_plugin.spec.registry import SpecRegistry
+
+FACTS = SpecFacts.of(SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs"))
+"""The project's specs as the tables see them (loaded once: tables are built outside fixtures)."""
 
 MODE_FAMILY = {
     "timeout_pre": "not_executed", "http500_pre": "not_executed", "timeout_post": "lost_ack",
@@ -42,7 +47,7 @@ def record(*, template: str = "tpl_a", instance: int = 0, focal_write: str = "w1
         "focal_idempotency": "non_idempotent", "focal_verification": "strong",
         "focal_accepts_key": False, "focal_irreversible": False,
         "fired": fired if fault_mode != "none" else False,
-        "fault": {"t_fired": 0.0} if fired else {},
+        "fault": {"mode": fault_mode, "t_fired": 0.0} if fired else {"mode": fault_mode},
         "final_status": "completed", "tool_calls": 5, "sim_seconds": 60.0,
     }
     values.update(fields)
@@ -75,3 +80,8 @@ def write(path: Path, records: Iterable[EpisodeRecord]) -> Path:
         for r in records:
             handle.write(r.model_dump_json() + "\n")
     return path
+
+
+def load(paths: Iterable[str | Path]) -> LoadedRecords:
+    """Load record files as ``limbo report`` does, with the project's specs."""
+    return load_records(list(paths), FACTS)

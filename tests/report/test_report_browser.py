@@ -6,9 +6,10 @@ import json
 import re
 from html import unescape
 
+from reportkit import load
+
 from conftest import Browser, BuiltReport
 from limbo_plugin.report.html import episode_uid
-from limbo_plugin.report.load import load_records
 
 
 def url(report: BuiltReport, fragment: str = "") -> str:
@@ -27,7 +28,7 @@ def test_every_table_and_figure_is_on_the_page(browser: Browser, real_report: Bu
     for figure in ("dup_by_family", "dup_by_contract", "waiting_vs_keys", "behaviour"):
         assert f'data-figure="{figure}"' in dom
     # The explorer script ran: the episode list is filled from data/index.js.
-    episodes = len(load_records(real_report.outcome.loaded.sources).rows)
+    episodes = len(load(real_report.outcome.loaded.sources).rows)
     assert f"{episodes} of {episodes} episodes" in dom
 
 
@@ -42,14 +43,14 @@ def test_the_explorer_filters(browser: Browser, real_report: BuiltReport) -> Non
     listed = re.findall(r'<tr data-uid="([0-9a-f]+)" data-outcome="([a-z]+)"', dom)
     assert len(listed) == len(expected)
     assert {outcome for _, outcome in listed} == {"duplicate"}
-    rows = {episode_uid(r) for r in load_records(real_report.outcome.loaded.sources).rows
+    rows = {episode_uid(r) for r in load(real_report.outcome.loaded.sources).rows
             if r.family == "late_commit" and r.duplicated and r.agent == "scripted:verify_first"}
     assert {uid for uid, _ in listed} == rows
 
 
 def test_a_late_commit_duplicate_timeline_shows_why(browser: Browser, real_report: BuiltReport
                                                     ) -> None:
-    rows = load_records(real_report.outcome.loaded.sources).rows
+    rows = load(real_report.outcome.loaded.sources).rows
     row = next(r for r in rows if r.fault_mode == "timeout_late" and r.duplicated
                and r.agent == "scripted:verify_first" and r.template == "release_announcement")
     dom = unescape(browser.dump_dom(url(real_report, f"#episode={episode_uid(row)}")))

@@ -6,16 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree import ElementTree
 
-from reportkit import cell, write
+from reportkit import cell, load, write
 
 from limbo_plugin.report.figures import MAX_BAR_SERIES, MAX_HEATMAP_ROWS, Figure, build_figures
-from limbo_plugin.report.load import load_records
 from limbo_plugin.report.tables import build_tables
 from limbo_plugin.report.tables.base import Skipped
 
 
 def figures_for(tmp_path: Path, records: list) -> dict[str, Figure | Skipped]:
-    loaded = load_records([write(tmp_path / "r.jsonl", records)])
+    loaded = load([write(tmp_path / "r.jsonl", records)])
     tables = build_tables(loaded.rows, loaded.repeats)
     return {f.id: f for f in build_figures(tables, tmp_path / "figures")}
 

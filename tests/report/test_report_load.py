@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from reportkit import record, trace, write
+from reportkit import load, record, trace, write
 
-from limbo_plugin.report.load import RecordFileError, load_records, read_raw_lines
+from limbo_plugin.report.load import RecordFileError, read_raw_lines
 
 
 def test_merges_files_drops_duplicates_and_errors_and_keeps_repeats(tmp_path: Path) -> None:
@@ -18,7 +18,7 @@ def test_merges_files_drops_duplicates_and_errors_and_keeps_repeats(tmp_path: Pa
     first = write(tmp_path / "one.jsonl", [a, b, a.model_copy(update={"duplicates": 0}), broken])
     second = write(tmp_path / "two.jsonl", [record(template="t1"),
                                             record(template="t4", agent="scripted:beta")])
-    loaded = load_records([first, second])
+    loaded = load([first, second])
     assert loaded.read == 6
     assert loaded.duplicates_dropped == 1
     assert loaded.errors_dropped == 1
@@ -37,7 +37,7 @@ def test_merges_files_drops_duplicates_and_errors_and_keeps_repeats(tmp_path: Pa
 
 def test_an_error_then_a_rerun_keeps_the_rerun(tmp_path: Path) -> None:
     path = write(tmp_path / "r.jsonl", [record(error="infrastructure error: x"), record()])
-    loaded = load_records([path])
+    loaded = load([path])
     assert len(loaded.rows) == 1 and loaded.errors_dropped == 1
 
 
@@ -45,7 +45,7 @@ def test_full_record_is_read_back_from_its_offset(tmp_path: Path) -> None:
     rows = [record(template=f"t{i}", trace=trace(("tickets_create", 0, 30, True, "agent")))
             for i in range(3)]
     path = write(tmp_path / "r.jsonl", rows)
-    loaded = load_records([path])
+    loaded = load([path])
     (line,) = read_raw_lines(loaded.sources, loaded.rows[1:2])
     full = json.loads(line)
     assert full["template"] == "t1"
@@ -62,7 +62,7 @@ def test_first_action_after_the_fault(tmp_path: Path) -> None:
     path = write(tmp_path / "r.jsonl", [record(template="a", trace=calls),
                                         record(template="b", trace=reissue),
                                         record(template="c", trace=reissue[:1])])
-    first = {r.template: r.first_action for r in load_records([path]).rows}
+    first = {r.template: r.first_action for r in load([path]).rows}
     # Harness calls are not the agent's choice; the focal tool again is a re-issue.
     assert first == {"a": "tickets_list", "b": "reissue", "c": None}
 
@@ -71,7 +71,7 @@ def test_torn_last_line_is_skipped_and_counted(tmp_path: Path) -> None:
     path = write(tmp_path / "r.jsonl", [record()])
     with path.open("a") as handle:
         handle.write(record(template="t9").model_dump_json()[:50])
-    loaded = load_records([path])
+    loaded = load([path])
     assert len(loaded.rows) == 1 and loaded.torn_lines == 1
     assert "torn" in " ".join(loaded.messages())
 
@@ -81,19 +81,19 @@ def test_a_bad_line_in_the_middle_names_file_and_line(tmp_path: Path) -> None:
     path.write_text(record().model_dump_json() + "\n{\"hello\": 1}\n" +
                     record(template="x").model_dump_json() + "\n")
     with pytest.raises(RecordFileError) as info:
-        load_records([path])
+        load([path])
     message = str(info.value)
     assert f"{path}:2: not an episode record" in message and "\n" not in message
 
 
 def test_missing_file_and_no_files_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(RecordFileError, match="no such record file"):
-        load_records([tmp_path / "nope.jsonl"])
+        load([tmp_path / "nope.jsonl"])
     with pytest.raises(RecordFileError, match="no record files given"):
-        load_records([])
+        load([])
 
 
 def test_a_newer_schema_version_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path / "r.jsonl", [record(schema_version=99)])
     with pytest.raises(RecordFileError, match="schema version 99"):
-        load_records([path])
+        load([path])

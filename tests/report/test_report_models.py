@@ -14,11 +14,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from reportkit import cell, record, trace, write
+from reportkit import cell, load, record, trace, write
 
 import limbo_plugin.stats as stats
 from limbo_plugin.records import EpisodeRecord
-from limbo_plugin.report.load import EpisodeRow, load_records
+from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.render import to_markdown
 from limbo_plugin.report.tables.base import Skipped, Table
 from limbo_plugin.report.tables.equivalence import table_equivalence, table_stability
@@ -27,7 +27,7 @@ from limbo_plugin.report.tables.shapley import ONE_LEVEL, table4
 
 
 def rows_of(tmp_path: Path, records: Sequence[EpisodeRecord]) -> list[EpisodeRow]:
-    return load_records([write(tmp_path / "records.jsonl", records)]).rows
+    return load([write(tmp_path / "records.jsonl", records)]).rows
 
 
 class Recorder:
@@ -154,7 +154,7 @@ def test_observation_equivalence_pairs_matched_worlds(tmp_path: Path,
     ]
     again = [record(fault_mode="timeout_post", trace=_focal_then(tool, "tickets_list")),
              record(fault_mode="timeout_late", trace=_focal_then(tool, "tickets_list"))]
-    loaded = load_records([write(tmp_path / "a.jsonl", worlds), write(tmp_path / "b.jsonl",
+    loaded = load([write(tmp_path / "a.jsonl", worlds), write(tmp_path / "b.jsonl",
                                                                       again)])
     table = table_equivalence(loaded.rows, loaded.repeats)
     assert isinstance(table, Table)
@@ -183,7 +183,7 @@ def test_stability_kappa_over_repeat_runs(tmp_path: Path,
     first = cell(6, 3)
     second = [r.model_copy(update={"duplicates": int(i in (0, 1, 5))})
               for i, r in enumerate(first)]
-    loaded = load_records([write(tmp_path / "a.jsonl", first),
+    loaded = load([write(tmp_path / "a.jsonl", first),
                            write(tmp_path / "b.jsonl", second)])
     table = table_stability(loaded.rows, loaded.repeats)
     assert isinstance(table, Table)
@@ -230,7 +230,7 @@ def test_equivalence_and_stability_real_values(tmp_path: Path) -> None:
              record(fault_mode="http500_post", trace=_focal_then(tool, "wait"),
                     duplicated=True),
              record(fault_mode="timeout_pre", trace=_focal_then(tool, "tickets_list"))]
-    loaded = load_records([write(tmp_path / "a.jsonl", worlds),
+    loaded = load([write(tmp_path / "a.jsonl", worlds),
                            write(tmp_path / "b.jsonl", again)])
     table = table_equivalence(loaded.rows, loaded.repeats)
     assert isinstance(table, Table)

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
-from reportkit import cell, record, write
+from reportkit import cell, load, record, write
 
 from limbo_plugin.records import EpisodeRecord
-from limbo_plugin.report.load import EpisodeRow, load_records
+from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.render import to_csv, to_json, to_markdown
 from limbo_plugin.report.tables import build_tables
 from limbo_plugin.report.tables.agents import table3
@@ -27,7 +27,7 @@ from limbo_plugin.stats import icc_binary, rate_with_interval, tost_independent
 
 
 def rows_of(tmp_path: Path, records: Sequence[EpisodeRecord]) -> list[EpisodeRow]:
-    return load_records([write(tmp_path / "records.jsonl", records)]).rows
+    return load([write(tmp_path / "records.jsonl", records)]).rows
 
 
 def clusters(records: Sequence[EpisodeRecord], test: Callable[[EpisodeRecord], bool]
@@ -155,7 +155,7 @@ def test_table6_waiting_versus_keys(tmp_path: Path) -> None:
         for i, delay in enumerate(delays):
             out.append(record(template=("t1", "t2")[i % 2], instance=i, fault_mode=
                               "timeout_late_tail", condition=condition, duplicated=i < k,
-                              fault={"t_fired": 0.0, "delay_s": delay},
+                              fault={"mode": "timeout_late_tail", "t_fired": 0.0, "delay_s": delay},
                               sim_seconds=60.0 * (i + 1), **kw))  # type: ignore[arg-type]
         return out
 
@@ -163,7 +163,7 @@ def test_table6_waiting_versus_keys(tmp_path: Path) -> None:
     vanilla = tail([100.0, 200.0, 400.0, 900.0], 3, "vanilla")
     keys = tail([100.0, 200.0, 400.0, 900.0], 0, "guard", contract="keys_everywhere")
     fixed = cell(4, 1, fault_mode="timeout_late", condition="wait_120",
-                 fault={"t_fired": 0.0, "delay_s": 90.0})
+                 fault={"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0})
     scope = [*wait_300, *vanilla, *keys, *fixed]
     table = table6(rows_of(tmp_path, [*scope, *cell(3, 3, fault_mode="timeout_post")]))
     assert isinstance(table, Table)

@@ -6,12 +6,17 @@ from __future__ import annotations
 import http.client
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
+
+REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
 
 LOST_ACK = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
                       fault_mode="timeout_post")
@@ -36,7 +41,7 @@ class Probe:
 def in_episode(body: Callable[[AgentSession], Any], key: EpisodeKey = LOST_ACK,
                config: RunConfig | None = None) -> tuple[Any, EpisodeRecord]:
     probe = Probe(body)
-    record = run_episode(key, config or RunConfig(), agent=probe)
+    record = run_episode(key, config or RunConfig(), agent=probe, registry=REGISTRY)
     return probe.result, record
 
 

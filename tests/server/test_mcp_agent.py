@@ -10,7 +10,8 @@ import json
 import pytest
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 FAMILY_SAMPLE = [
@@ -72,11 +73,11 @@ def test_blind_retry_duplicates_a_lost_ack_over_mcp_and_verify_first_does_not(
 
 
 def test_unknown_policy_names_the_valid_ones() -> None:
-    from limbo_plugin.agents import validate_agent_spec
+    from limbo_plugin.agents import check_agent
     from limbo_plugin.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"mcp:verify_first.*mcp:blind_retry|valid: mcp:"):
-        validate_agent_spec("mcp:verify_everything")
+    with pytest.raises(UsageError, match=r"mcp policies: mcp:blind_retry, mcp:verify_first"):
+        check_agent("mcp:verify_everything")
 
 
 def test_an_mcp_server_that_will_not_start_is_an_infrastructure_error(

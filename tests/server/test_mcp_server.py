@@ -17,7 +17,7 @@ import pytest
 from serverkit import LOST_ACK, in_episode
 
 from limbo_plugin.agents.base import AgentSession
-from limbo_plugin.records import RunConfig
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.server.launch import McpLaunch, mcp_http_server, mcp_launch
 from limbo_plugin.server.sandbox_http import shared_sandbox
 from limbo_plugin.server.wire import TOKEN_ENV, tool_wire
@@ -218,9 +218,8 @@ def test_the_mcp_inspector_cli_lists_and_calls_the_tools() -> None:
 
 
 def _session_tools() -> Any:
-    from limbo_plugin.spec.registry import get_registry
+    from serverkit import REGISTRY as registry
 
-    registry = get_registry()
     task = registry.template(LOST_ACK.template).instantiate(0)
     return registry.catalog().for_services(task.services)
 

@@ -16,7 +16,8 @@ from serverkit import LATE, LOST_ACK, in_episode, request
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.agents.scripted import _render_lenient
-from limbo_plugin.records import EpisodeKey, RunConfig
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.server.sandbox_http import SandboxServer
 from limbo_plugin.server.wire import CALL_PATH, TOOLS_PATH, tool_wire
 from limbo_plugin.spec.registry import SpecRegistry
@@ -186,9 +187,9 @@ def test_no_response_reveals_the_ledger_the_fault_plan_or_the_seeds(
         assert record.fired and record.ledger, key.id
         secrets = {str(record.world_seed), str(record.base_seed), key.fault_mode,
                    "commit_at", "request_seq", "record_ids", "undone_at"}
-        secrets |= {rid for effect in record.ledger for rid in effect["record_ids"]}
-        if record.fault.get("delay_s"):
-            secrets.add(str(record.fault["delay_s"]))
+        secrets |= {rid for effect in record.ledger for rid in effect.record_ids}
+        if record.fault.delay_s:
+            secrets.add(str(record.fault.delay_s))
         leaked = {s for s in secrets if s in seen}
         assert not leaked, (key.id, leaked)
         assert "episode_over" in seen  # the call after finish was refused, not executed

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, RunConfig
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 KEYS = [
@@ -35,9 +36,10 @@ def test_records_do_not_depend_on_the_process(registry: SpecRegistry) -> None:
     script = (
         "import sys, json\n"
         "from limbo_plugin.episode import run_episode\n"
-        "from limbo_plugin.records import EpisodeKey, RunConfig\n"
-        "from limbo_plugin.spec.registry import get_registry\n"
-        "reg = get_registry(sys.argv[1])\n"
+        "from limbo_plugin.records import EpisodeKey\n"
+        "from limbo_plugin.runconfig import RunConfig\n"
+        "from limbo_plugin.spec.registry import SpecRegistry\n"
+        "reg = SpecRegistry.load(sys.argv[1])\n"
         "for raw in json.loads(sys.argv[2]):\n"
         "    print(run_episode(EpisodeKey(**raw), RunConfig(), registry=reg).model_dump_json())\n"
     )

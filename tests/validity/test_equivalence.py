@@ -16,7 +16,8 @@ import pytest
 from limbo_plugin.contracts import ToolDefinition
 from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig, TraceEntry
+from limbo_plugin.records import EpisodeKey, EpisodeRecord, TraceEntry
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 GROUPS = {

@@ -10,7 +10,8 @@ import pytest
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.agents.scripted import ScriptedAgent
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 
@@ -106,10 +107,10 @@ def test_in_flight_commits_after_finish_are_graded(registry: SpecRegistry) -> No
     record = run_episode(EpisodeKey(template="cross_post", instance=0, focal_write="post_x",
                                     fault_mode="timeout_late_tail"),
                          RunConfig(agent="scripted:blind_retry"), registry=registry)
-    commit_at = record.fault["commit_at"]
+    commit_at = record.fault.commit_at
     assert commit_at > record.sim_seconds, "this world's delay outlasts the episode"
     assert record.duplicates == 1
-    assert any(e["origin"] == "late" and e["t"] == commit_at for e in record.ledger)
+    assert any(e.origin == "late" and e.t == commit_at for e in record.ledger)
 
 
 @pytest.mark.parametrize(("policy", "template", "focal", "mode", "contract", "behaviour"), [

@@ -14,14 +14,16 @@ from typing import Any
 
 import pytest
 
-from limbo_plugin.conditions.registry import CONDITION_NAMES
+from limbo_plugin.conditions import Condition, all_conditions
 from limbo_plugin.episode import run_episode
-from limbo_plugin.records import EpisodeKey, EpisodeRecord, RunConfig
+from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.toolapi import canonical_json
 from limbo_plugin.world.ids import IdFactory
 
-CONDITIONS = (*CONDITION_NAMES, "wait_0", "wait_90", "wait_3600")
+CONDITIONS = (*(c.name for c in all_conditions() if isinstance(c, Condition)),
+              "wait_0", "wait_90", "wait_3600")
 MODES = ("timeout_pre", "timeout_post", "http500_pre", "http500_post", "redelivery")
 VARIANTS = [("native", "default", c) for c in CONDITIONS] + [
     ("keys_everywhere", "default", c) for c in CONDITIONS] + [
@@ -45,9 +47,9 @@ def agent_records(record: EpisodeRecord) -> list[tuple[str, list[str]]]:
     calls = []
     for entry in (e for e in record.trace if e.origin == "agent"):
         ids = [rid for effect in record.ledger
-               if effect["origin"] == "agent" and effect["tool"] == entry.tool
-               and entry.t_start <= effect["t"] < entry.t_end and effect["kind"] == "create"
-               for rid in effect["record_ids"]]
+               if effect.origin == "agent" and effect.tool == entry.tool
+               and entry.t_start <= effect.t < entry.t_end and effect.kind == "create"
+               for rid in effect.record_ids]
         calls.append((f"{entry.tool} {canonical_json(entry.arguments)}", ids))
     return calls
 
@@ -95,7 +97,7 @@ def test_a_verified_reissue_keeps_the_id_it_has_without_the_harness(
     def ticket(condition: str) -> Any:
         record = run_episode(key, RunConfig(agent="scripted:blind_retry", condition=condition),
                              registry=registry)
-        return [e["record_ids"] for e in record.ledger if e["tool"] == "tickets_create"]
+        return [e.record_ids for e in record.ledger if e.tool == "tickets_create"]
 
     # the agent's second call re-issues the lost request: its ticket is numbered by that call
     second_call = IdFactory(registry.template("incident_open").instantiate(0).base_seed).ticket(
@@ -111,9 +113,9 @@ def test_harness_requests_get_ids_of_their_own(registry: SpecRegistry) -> None:
                      fault_mode="timeout_post")
     record = run_episode(key, RunConfig(agent="scripted:blind_retry", condition="sdk_retry"),
                          registry=registry)
-    tickets = [e for e in record.ledger if e["tool"] == "tickets_create"]
-    assert [e["origin"] for e in tickets] == ["agent", "harness"]
-    assert tickets[0]["request_seq"] == tickets[1]["request_seq"] == 1
-    assert (tickets[0]["request_part"], tickets[1]["request_part"]) == (0, 1)
-    ids = [rid for e in record.ledger for rid in e["record_ids"]]
+    tickets = [e for e in record.ledger if e.tool == "tickets_create"]
+    assert [e.origin for e in tickets] == ["agent", "harness"]
+    assert tickets[0].request_seq == tickets[1].request_seq == 1
+    assert (tickets[0].request_part, tickets[1].request_part) == (0, 1)
+    ids = [rid for e in record.ledger for rid in e.record_ids]
     assert len(ids) == len(set(ids))

@@ -12,7 +12,8 @@ import pytest
 
 from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
-from limbo_plugin.records import EpisodeKey, RunConfig
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 from tests.validity.predictions import predicted_duplicate
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from scipy import stats
@@ -19,10 +19,13 @@ from worldkit import (
     write_args,
 )
 
-from limbo_plugin.faults import FaultPlan, FocalTrigger
+from limbo_plugin.faults import EXECUTORS, FaultPlan
 from limbo_plugin.sandbox import Sandbox
+from limbo_plugin.spec.models import Execute, FocalTrigger
 from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.world.operator import FINDINGS
 from limbo_plugin.world.seeds import world_seed
+from limbo_plugin.world.world import Fate
 
 T_SENT = 5
 """The focal write is sent at t = 5 s, so 't_sent + Δ' and 'Δ' differ."""
@@ -57,10 +60,22 @@ def test_fault_catalog_matches_the_spec(registry: SpecRegistry) -> None:
     assert registry.fault_mode("outage").outage_window_s == 300
     assert registry.fault_mode("timeout_late").late_delay_s == 90
     assert registry.fault_mode("timeout_late_tail").late_delay_range_s == (40, 7200)
-    catalog = registry.fault_catalog
-    assert catalog is not None
-    assert set(catalog.resolvable_families) == {"lost_ack", "misleading_500", "partial_batch"}
-    assert set(catalog.unresolvable_families) == {"late_commit", "redelivery"}
+    classes = {family: registry.fault_class(family) for family in registry.families}
+    assert {f for f, c in classes.items() if c == "resolvable"} == {
+        "lost_ack", "misleading_500", "partial_batch"}
+    assert {f for f, c in classes.items() if c == "unresolvable"} == {"late_commit", "redelivery"}
+    assert registry.family_order == ("not_executed", "lost_ack", "misleading_500",
+                                     "partial_batch", "late_commit", "redelivery", "explicit",
+                                     "none")
+    assert [m for m, spec in registry.faults.items() if spec.exactly_once_needs_key] == [
+        "redelivery"]
+
+
+def test_every_execution_kind_has_one_executor_and_every_fate_a_finding() -> None:
+    """A new ``execute`` kind is a word in the spec model plus its executor; a new fate needs
+    the operator's finding for it. Neither can be half-added."""
+    assert set(EXECUTORS) == set(get_args(Execute))
+    assert set(FINDINGS) == set(get_args(Fate))
 
 
 @pytest.mark.parametrize(("mode", "tool"), CASES, ids=[f"{m}-{t}" for m, t in CASES])

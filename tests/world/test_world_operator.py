@@ -7,8 +7,9 @@ from typing import Any
 
 from worldkit import make_box, write_args
 
-from limbo_plugin.faults import FaultPlan, FocalTrigger
+from limbo_plugin.faults import FaultPlan
 from limbo_plugin.sandbox import Sandbox
+from limbo_plugin.spec.models import FocalTrigger
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.world.operator import NO_RESPONSE
 

@@ -9,6 +9,7 @@ consistent.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -28,7 +29,7 @@ from worldkit import (
 
 from limbo_plugin.contracts import ToolDefinition
 from limbo_plugin.sandbox import Sandbox
-from limbo_plugin.spec.registry import SpecRegistry, get_registry
+from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.toolapi import ToolCall, ToolResult
 
 SETTINGS = settings(max_examples=60, deadline=None,
@@ -170,8 +171,12 @@ def collect_ids(value: Any, into: list[str]) -> None:
             collect_ids(item, into)
 
 
+REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
+"""Loaded once: hypothesis draws examples outside any fixture."""
+
+
 def _registry() -> SpecRegistry:
-    return get_registry()
+    return REGISTRY
 
 
 FOCALS = [(mode, tool) for mode in MODE_TABLE for tool in WRITE_CALLS

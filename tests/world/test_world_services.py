@@ -8,6 +8,7 @@ from worldkit import MIGRATION_ROWS, make_box, write_args
 from limbo_plugin.sandbox import Sandbox
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.world.clock import iso
+from limbo_plugin.world.services.base import SERVICE_CLASSES, Service
 
 SPEC_TOOLS = {
     "billing": {"billing_create_charge", "billing_refund_charge", "billing_list_charges",
@@ -378,3 +379,15 @@ def test_minimal_seed_records_are_served(registry: SpecRegistry, tool: str, args
     result = box.call(tool, args)
     assert not result.is_error, result.text()
     assert record_id in result.text()
+
+
+def test_services_register_their_handlers_by_tool_name(registry: SpecRegistry) -> None:
+    """Each YAML tool of a service is dispatched to the method marked with its name, and a
+    second implementation of a service name is refused when its class is defined."""
+    for name, spec in registry.services.items():
+        if name == "general":
+            continue
+        assert {tool.name for tool in spec.tools} <= set(SERVICE_CLASSES[name].handlers), name
+    with pytest.raises(TypeError, match="service 'email' is implemented twice"):
+        type("ShadowEmail", (Service,), {"name": "email"})
+    assert SERVICE_CLASSES["email"].__name__ == "EmailService"

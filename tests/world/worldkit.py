@@ -10,8 +10,9 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from limbo_plugin.faults import FaultPlan, FocalTrigger
+from limbo_plugin.faults import FaultPlan
 from limbo_plugin.sandbox import Sandbox
+from limbo_plugin.spec.models import FocalTrigger
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.toolapi import ToolResult
 from limbo_plugin.world.ledger import Ledger

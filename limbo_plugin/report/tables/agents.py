@@ -55,7 +55,7 @@ def table3(rows: Sequence[EpisodeRow]) -> Result:
                   "success in the _pre worlds, exactly-once success and overclaim over fired "
                   "faulted episodes, one row per configuration.", columns)
     for config, members in sorted(group(rows, label).items()):
-        cells: dict = dict(zip(names, config, strict=True))  # type: ignore[arg-type]
+        cells: dict = dict(zip(names, config, strict=True))
         mine = [r for r in members if r.faulted]
         cells["faulted"] = len(mine)
         for family in families:

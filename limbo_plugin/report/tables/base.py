@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.stats import icc_binary, rate_with_interval
 
 Kind = Literal["text", "int", "float", "rate", "pvalue", "percent"]
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -106,9 +107,9 @@ def mean(values: Iterable[float]) -> float | None:
     return sum(data) / len(data) if data else None
 
 
-def group(rows: Iterable[EpisodeRow], key: Callable[[EpisodeRow], object]
-          ) -> dict[object, list[EpisodeRow]]:
-    out: dict[object, list[EpisodeRow]] = defaultdict(list)
+def group(rows: Iterable[EpisodeRow], key: Callable[[EpisodeRow], K]
+          ) -> dict[K, list[EpisodeRow]]:
+    out: dict[K, list[EpisodeRow]] = defaultdict(list)
     for row in rows:
         out[key(row)].append(row)
     return dict(out)

@@ -45,7 +45,7 @@ def table_behaviour(rows: Sequence[EpisodeRow]) -> Result:
             mine = classes.get(name, [])
             if not mine:
                 continue
-            cells: dict = dict(zip(names, config, strict=True))  # type: ignore[arg-type]
+            cells: dict = dict(zip(names, config, strict=True))
             cells["faults"], cells["episodes"] = name, len(mine)
             for behaviour in present:
                 wanted = None if behaviour == UNCODED else behaviour

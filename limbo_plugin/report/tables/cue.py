@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from limbo_plugin.report.facets import RESOLVABLE, family_rank
+from limbo_plugin.report.facets import family_ranks
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
     ICC_NOTE,
@@ -30,11 +30,7 @@ ALL_AGENTS = "all agents"
 
 
 def fault_group(row: EpisodeRow) -> str:
-    return "resolvable" if row.family in RESOLVABLE else row.family
-
-
-def _group_rank(name: str) -> tuple[int, str]:
-    return (-1 if name == "resolvable" else family_rank(name), name)
+    return "resolvable" if row.fault_class == "resolvable" else row.family
 
 
 def pairs(rows: Sequence[EpisodeRow]) -> list[tuple[EpisodeRow, EpisodeRow]]:
@@ -62,7 +58,9 @@ def table10(rows: Sequence[EpisodeRow]) -> Result:
     dup = lambda r: r.duplicated  # noqa: E731
     icc = pooled_icc([r for p in matched for r in p], dup)
     agents = sorted({a.agent for a, _ in matched})
-    groups = sorted({fault_group(a) for a, _ in matched}, key=_group_rank)
+    ranks = family_ranks(rows)
+    groups = sorted({fault_group(a) for a, _ in matched},
+                    key=lambda name: (-1 if name == "resolvable" else ranks[name], name))
     columns = [Column("agent", "agent"), Column("faults", "faults"),
                Column("pairs", "pairs", "int"),
                Column("dup_default", "dup default", "rate"),

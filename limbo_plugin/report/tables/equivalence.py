@@ -32,7 +32,7 @@ def matched_pairs(rows: Sequence[EpisodeRow]) -> dict[str, list[Pair]]:
     out: dict[str, list[Pair]] = {}
     candidates = [r for r in rows if r.fault_mode in MATCHED_MODES and r.first_action]
     worlds = group(candidates, lambda r: (r.template, r.instance, r.focal_write, r.fingerprint))
-    for key in sorted(worlds):  # type: ignore[type-var]
+    for key in sorted(worlds):
         by_mode = {r.fault_mode: r for r in worlds[key]}
         for modes in GROUPS:
             present = sorted(m for m in modes if m in by_mode)

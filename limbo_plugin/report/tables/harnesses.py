@@ -68,7 +68,7 @@ def table8(rows: Sequence[EpisodeRow]) -> Result:
                   "exactly-once success over fired faulted episodes without and with the guard "
                   "(deployed in the MCP server for harnesses).", columns)
     by_key = group(native, _harness_key)
-    for key in _order(list(by_key)):  # type: ignore[arg-type]
+    for key in _order(list(by_key)):
         members = by_key[key]
         plain = [r for r in members if r.condition == "vanilla"]
         guarded = [r for r in members if r.condition == "guard"]
@@ -108,7 +108,7 @@ def table9(rows: Sequence[EpisodeRow]) -> Result:
                   "over fired faulted episodes with keys everywhere and the guard.", columns)
     by_key = group(scope, _harness_key)
     keyed = group(keys_guard, _harness_key)
-    for key in _order(list(by_key)):  # type: ignore[arg-type]
+    for key in _order(list(by_key)):
         members = by_key[key]
         cells: dict = {"harness": key[0], "model": key[1]}
         for contract, condition in variants:

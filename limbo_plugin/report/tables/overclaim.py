@@ -48,7 +48,7 @@ def table_overclaim(rows: Sequence[EpisodeRow]) -> Result:
     table = Table(ID, TITLE, "Among episodes with at least one duplicate: the share that "
                   "finished 'completed', and that also listed no uncertain operation.", columns)
     groups = sorted(group(scope, label).items())
-    entries: list[tuple[tuple[str, ...], list[EpisodeRow]]] = list(groups)  # type: ignore[arg-type]
+    entries: list[tuple[tuple[str, ...], list[EpisodeRow]]] = list(groups)
     if len(groups) > 1:
         entries.append(((POOLED,) + ("",) * (len(names) - 1), scope))
     for config, members in entries:

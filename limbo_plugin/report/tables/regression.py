@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limbo_plugin.report.facets import COMMITTED_MODES, classify, model_of, unmitigated
-from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.facets import COMMITTED_MODES, model_of, unmitigated
+from limbo_plugin.report.load import EpisodeRow, classify
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, quiet_fit
 
 ID = "h1_regression"

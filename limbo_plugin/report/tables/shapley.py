@@ -19,8 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from limbo_plugin.report.facets import (
-    RESOLVABLE,
-    UNRESOLVABLE,
     committed_or_redelivery,
     contract_factor,
     harness_of,
@@ -40,8 +38,8 @@ FACTORS: dict[str, Callable[[EpisodeRow], str]] = {
 }
 SCOPES: dict[str, Callable[[EpisodeRow], bool]] = {
     "pooled": committed_or_redelivery,
-    "resolvable": lambda r: r.fired and r.family in RESOLVABLE,
-    "unresolvable": lambda r: r.fired and r.family in UNRESOLVABLE,
+    "resolvable": lambda r: r.fired and r.fault_class == "resolvable",
+    "unresolvable": lambda r: r.fired and r.fault_class == "unresolvable",
 }
 ONE_LEVEL = "one level"
 

@@ -67,10 +67,9 @@ def table6(rows: Sequence[EpisodeRow]) -> Result:
                   "simulated episode time and, for wait_<Δ>, the share of worlds whose in-flight "
                   "delay is within the assumed bound.", columns)
     groups = group(scope, lambda r: (DELAYS[r.fault_mode], r.contract, r.condition))
-    order = sorted(groups, key=lambda k: (k[0], k[1] != "native", k[1],  # type: ignore[index]
-                                          condition_rank(k[2])))  # type: ignore[index]
+    order = sorted(groups, key=lambda k: (k[0], k[1] != "native", k[1], condition_rank(k[2])))
     for key in order:
-        delay, contract, condition = key  # type: ignore[misc]
+        delay, contract, condition = key
         members = groups[key]
         bound = wait_bound(condition)
         time = mean(r.sim_seconds for r in members)

@@ -1,16 +1,15 @@
-"""The six simulated services. Each module holds one service's semantics; its tools live in YAML."""
+"""The simulated services. Each module holds one service's semantics; its tools live in YAML.
 
-from limbo_plugin.world.services.billing import BillingService
-from limbo_plugin.world.services.database import DatabaseService
-from limbo_plugin.world.services.deploy import DeployService
-from limbo_plugin.world.services.email import EmailService
-from limbo_plugin.world.services.social import SocialService
-from limbo_plugin.world.services.tickets import TicketsService
+Every module of this package is imported here, so that each :class:`~.base.Service` subclass
+registers itself in :data:`SERVICE_CLASSES`: a new service is its YAML and one module.
+"""
 
-SERVICE_CLASSES = {
-    cls.name: cls
-    for cls in (BillingService, SocialService, TicketsService, EmailService, DatabaseService,
-                DeployService)
-}
+import importlib
+import pkgutil
+
+from limbo_plugin.world.services.base import SERVICE_CLASSES
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["SERVICE_CLASSES"]

@@ -1,15 +1,20 @@
 """What every simulated service shares: dispatch, errors, lagged views and committing effects.
 
-A service implements ``check_<tool>(args)`` (validation against current state, run when a request
-is sent, so a fault trigger can stay armed past requests the service rejects anyway) and
-``do_<tool>(args, ex)`` (execution at time ``ex.t``; it re-checks, because a late commit executes
-long after it was sent). Reads are ``do_<tool>`` without effects.
+A service is a :class:`Service` subclass with a ``name`` (its YAML's ``service``) whose methods
+carry the tool they implement: ``@handles("email_send")`` marks the execution of a tool at time
+``ex.t`` (a read is a handler without effects), and ``@validates("<tool>")`` an optional check
+against current state, run when a request is sent, so that a fault trigger stays armed past
+requests the service rejects anyway (a handler re-checks, because a late commit executes long
+after it was sent). Defining the subclass registers it in :data:`SERVICE_CLASSES`; loading the
+specs checks that every service in YAML has a class and every tool a handler, so a missing one
+is a spec error with its file and line, not a failure in the middle of an episode.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from limbo_plugin.world.ledger import Effect, EffectKind, Origin
 from limbo_plugin.world.store import VersionedTable
@@ -19,6 +24,32 @@ if TYPE_CHECKING:
 
 Args = dict[str, Any]
 Body = dict[str, Any]
+Handler = Callable[["Service", Args, "Execution"], Body]
+Check = Callable[["Service", Args], None]
+F = TypeVar("F", bound=Callable[..., Any])
+
+SERVICE_CLASSES: dict[str, type[Service]] = {}
+"""Every service implementation by name, filled as :class:`Service` subclasses are defined."""
+
+_HANDLES = "__limbo_handles__"
+_VALIDATES = "__limbo_validates__"
+
+
+def handles(tool: str) -> Callable[[F], F]:
+    """Mark a method ``(self, args, ex) -> body`` as the execution of ``tool``."""
+    def mark(method: F) -> F:
+        setattr(method, _HANDLES, tool)
+        return method
+    return mark
+
+
+def validates(tool: str) -> Callable[[F], F]:
+    """Mark a method ``(self, args) -> None`` (raising :class:`ServiceError`) as ``tool``'s check
+    at send time."""
+    def mark(method: F) -> F:
+        setattr(method, _VALIDATES, tool)
+        return method
+    return mark
 
 
 class ServiceError(Exception):
@@ -63,24 +94,46 @@ class Execution:
 
 
 class Service:
-    """Base class: a named service living inside one :class:`World`."""
+    """Base class: a named service living inside one :class:`World` (see the module docstring).
+    """
 
-    name: str = ""
+    name: ClassVar[str] = ""
+    handlers: ClassVar[dict[str, Handler]] = {}
+    checks: ClassVar[dict[str, Check]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers: dict[str, Handler] = {}
+        checks: dict[str, Check] = {}
+        for klass in reversed(cls.__mro__):
+            for member in vars(klass).values():
+                if hasattr(member, _HANDLES):
+                    handlers[getattr(member, _HANDLES)] = member
+                if hasattr(member, _VALIDATES):
+                    checks[getattr(member, _VALIDATES)] = member
+        cls.handlers, cls.checks = handlers, checks
+        if "name" in vars(cls) and cls.name:
+            other = SERVICE_CLASSES.get(cls.name)
+            if other is not None and other.__qualname__ != cls.__qualname__:
+                raise TypeError(f"service {cls.name!r} is implemented twice: by "
+                                f"{other.__module__}.{other.__qualname__} and "
+                                f"{cls.__module__}.{cls.__qualname__}")
+            SERVICE_CLASSES[cls.name] = cls
 
     def __init__(self, world: World) -> None:
         self.world = world
 
     # -- dispatch ------------------------------------------------------------------------------
     def check(self, tool: str, args: Args) -> None:
-        checker = getattr(self, f"check_{tool}", None)
+        checker = self.checks.get(tool)
         if checker is not None:
-            checker(args)
+            checker(self, args)
 
     def run(self, tool: str, args: Args, ex: Execution) -> Body:
-        handler = getattr(self, f"do_{tool}", None)
-        if handler is None:  # pragma: no cover - guarded by the catalog
+        handler = self.handlers.get(tool)
+        if handler is None:  # pragma: no cover - the spec registry checks every tool has one
             raise ServiceError(404, "unknown_endpoint", f"{self.name} has no endpoint {tool}")
-        return handler(args, ex)
+        return handler(self, args, ex)
 
     def seed(self, records: dict[str, Any]) -> None:
         """Install pre-existing records; each service knows the shape of its own seed data."""

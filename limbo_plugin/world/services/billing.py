@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
-from limbo_plugin.world.services.base import Args, Body, Execution, Service, not_found
+from limbo_plugin.world.services.base import (
+    Args,
+    Body,
+    Execution,
+    Service,
+    handles,
+    not_found,
+    validates,
+)
 from limbo_plugin.world.store import SEED_TIME, VersionedTable
+
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
 
 
 class BillingService(Service):
     name = "billing"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.customers: dict[str, dict[str, Any]] = {}
         self.charges = VersionedTable()
@@ -36,17 +47,20 @@ class BillingService(Service):
             raise ValueError(f"billing seed has unknown collections: {sorted(unknown)}")
 
     # -- checks --------------------------------------------------------------------------------
-    def check_billing_create_charge(self, args: Args) -> None:
+    @validates("billing_create_charge")
+    def check_create_charge(self, args: Args) -> None:
         if args["customer_id"] not in self.customers:
             raise not_found("customer", args["customer_id"])
 
-    def check_billing_refund_charge(self, args: Args) -> None:
+    @validates("billing_refund_charge")
+    def check_refund_charge(self, args: Args) -> None:
         if self.charges.current(args["charge_id"]) is None:
             raise not_found("charge", args["charge_id"])
 
     # -- writes --------------------------------------------------------------------------------
-    def do_billing_create_charge(self, args: Args, ex: Execution) -> Body:
-        self.check_billing_create_charge(args)
+    @handles("billing_create_charge")
+    def create_charge(self, args: Args, ex: Execution) -> Body:
+        self.check_create_charge(args)
         charge_id = self.new_id("ch", ex)
         data = {
             "id": charge_id, "customer_id": args["customer_id"],
@@ -59,8 +73,9 @@ class BillingService(Service):
         return {"id": charge_id, "object": "charge", "status": "succeeded",
                 "amount_cents": args["amount_cents"], "currency": args["currency"]}
 
-    def do_billing_refund_charge(self, args: Args, ex: Execution) -> Body:
-        self.check_billing_refund_charge(args)
+    @handles("billing_refund_charge")
+    def refund_charge(self, args: Args, ex: Execution) -> Body:
+        self.check_refund_charge(args)
         charge_id = args["charge_id"]
         charge = dict(self.charges.current(charge_id) or {})
         if charge.get("refunded"):
@@ -84,7 +99,8 @@ class BillingService(Service):
                 "amount_cents": charge["amount_cents"], "status": "succeeded"}
 
     # -- reads ---------------------------------------------------------------------------------
-    def do_billing_list_charges(self, args: Args, ex: Execution) -> Body:
+    @handles("billing_list_charges")
+    def list_charges(self, args: Args, ex: Execution) -> Body:
         customer_id = args["customer_id"]
         if customer_id not in self.customers:
             raise not_found("customer", customer_id)
@@ -94,7 +110,8 @@ class BillingService(Service):
         rows.reverse()
         return {"object": "list", "customer_id": customer_id, "charges": rows[:50]}
 
-    def do_billing_get_charge(self, args: Args, ex: Execution) -> Body:
+    @handles("billing_get_charge")
+    def get_charge(self, args: Args, ex: Execution) -> Body:
         at = self.view_time("billing_get_charge", ex)
         data = self.charges.as_of(args["charge_id"], at)
         if data is None:

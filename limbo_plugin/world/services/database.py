@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.toolapi import canonical_json
 from limbo_plugin.world.services.base import (
@@ -12,9 +12,14 @@ from limbo_plugin.world.services.base import (
     Execution,
     Service,
     ServiceError,
+    handles,
     not_found,
+    validates,
 )
 from limbo_plugin.world.store import SEED_TIME, VersionedTable
+
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
 
 
 @dataclass
@@ -28,7 +33,7 @@ class Table:
 class DatabaseService(Service):
     name = "database"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.tables: dict[str, Table] = {}
 
@@ -66,15 +71,18 @@ class DatabaseService(Service):
                 raise ServiceError(400, "invalid_value",
                                    f"{what}: column {column} must hold a scalar value")
 
-    def check_db_insert_rows(self, args: Args) -> None:
+    @validates("db_insert_rows")
+    def check_insert_rows(self, args: Args) -> None:
         table = self._table(args["table"])
         for i, row in enumerate(args["rows"]):
             self._check_columns(table, row, f"row {i}")
 
-    def check_db_insert_row(self, args: Args) -> None:
+    @validates("db_insert_row")
+    def check_insert_row(self, args: Args) -> None:
         self._check_columns(self._table(args["table"]), args["row"], "row")
 
-    def check_db_upsert(self, args: Args) -> None:
+    @validates("db_upsert")
+    def check_upsert(self, args: Args) -> None:
         table = self._table(args["table"])
         if not table.key:
             raise ServiceError(400, "no_key", f"table {table.name} has no key; use an insert")
@@ -84,13 +92,15 @@ class DatabaseService(Service):
         self._check_columns(table, args["key"], "key")
         self._check_columns(table, args["values"], "values")
 
-    def check_db_delete_rows(self, args: Args) -> None:
+    @validates("db_delete_rows")
+    def check_delete_rows(self, args: Args) -> None:
         table = self._table(args["table"])
         missing = [i for i in args["ids"] if not table.rows.ever_existed(i)]
         if missing:
             raise not_found(f"row in {table.name}", ", ".join(missing))
 
-    def check_db_query(self, args: Args) -> None:
+    @validates("db_query")
+    def check_query(self, args: Args) -> None:
         self._check_columns(self._table(args["table"]), args.get("where") or {}, "where")
 
     # -- writes --------------------------------------------------------------------------------
@@ -101,8 +111,9 @@ class DatabaseService(Service):
         self.commit(tool, args, ex, [row_id], intent={"table": table.name, "row": dict(row)})
         return row_id
 
-    def do_db_insert_rows(self, args: Args, ex: Execution) -> Body:
-        self.check_db_insert_rows(args)
+    @handles("db_insert_rows")
+    def insert_rows(self, args: Args, ex: Execution) -> Body:
+        self.check_insert_rows(args)
         table = self._table(args["table"])
         rows = args["rows"]
         stop = len(rows) if ex.row_stop is None else ex.row_stop
@@ -110,16 +121,18 @@ class DatabaseService(Service):
                for i in range(ex.row_start, stop)]
         return {"table": table.name, "inserted": len(ids), "ids": ids}
 
-    def do_db_insert_row(self, args: Args, ex: Execution) -> Body:
-        self.check_db_insert_row(args)
+    @handles("db_insert_row")
+    def insert_row(self, args: Args, ex: Execution) -> Body:
+        self.check_insert_row(args)
         table = self._table(args["table"])
         row_id = self._insert("db_insert_row", table, args["row"], args, ex, 0)
         return {"table": table.name, "id": row_id}
 
-    def do_db_upsert(self, args: Args, ex: Execution) -> Body:
+    @handles("db_upsert")
+    def upsert(self, args: Args, ex: Execution) -> Body:
         """Insert or update; the answer is the resulting row either way, so a repeated upsert
         looks the same whether or not an earlier attempt had already applied it."""
-        self.check_db_upsert(args)
+        self.check_upsert(args)
         table = self._table(args["table"])
         key, values = args["key"], args["values"]
         for row_id, row in table.rows.all_current():
@@ -138,8 +151,9 @@ class DatabaseService(Service):
         self.commit("db_upsert", args, ex, [row_id], sets=values)
         return {"table": table.name, "id": row_id, "row": row, "result": "upserted"}
 
-    def do_db_delete_rows(self, args: Args, ex: Execution) -> Body:
-        self.check_db_delete_rows(args)
+    @handles("db_delete_rows")
+    def delete_rows(self, args: Args, ex: Execution) -> Body:
+        self.check_delete_rows(args)
         table = self._table(args["table"])
         deleted = [i for i in dict.fromkeys(args["ids"]) if table.rows.current(i) is not None]
         if deleted:
@@ -151,8 +165,9 @@ class DatabaseService(Service):
         return {"table": table.name, "deleted": len(deleted), "ids": deleted}
 
     # -- reads ---------------------------------------------------------------------------------
-    def do_db_query(self, args: Args, ex: Execution) -> Body:
-        self.check_db_query(args)
+    @handles("db_query")
+    def query(self, args: Args, ex: Execution) -> Body:
+        self.check_query(args)
         table = self._table(args["table"])
         where = args.get("where") or {}
         at = self.view_time("db_query", ex)

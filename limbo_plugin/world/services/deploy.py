@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
-from limbo_plugin.world.services.base import Args, Body, Execution, Service, not_found
+from limbo_plugin.world.services.base import (
+    Args,
+    Body,
+    Execution,
+    Service,
+    handles,
+    not_found,
+    validates,
+)
 from limbo_plugin.world.store import SEED_TIME, VersionedTable
+
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
 
 RUN_SECONDS = 120
 """A run reports ``running`` for this long after it starts, then ``succeeded`` (a choice the SPEC
@@ -16,7 +27,7 @@ leaves open; ``docs/decisions.md``, D-deploy-status)."""
 class DeployService(Service):
     name = "deploy"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.known_services: set[str] = set()
         self.runs = VersionedTable()
@@ -33,12 +44,14 @@ class DeployService(Service):
         if unknown:
             raise ValueError(f"deploy seed has unknown collections: {sorted(unknown)}")
 
-    def check_deploy_trigger(self, args: Args) -> None:
+    @validates("deploy_trigger")
+    def check_trigger(self, args: Args) -> None:
         if args["service"] not in self.known_services:
             raise not_found("service", args["service"])
 
-    def do_deploy_trigger(self, args: Args, ex: Execution) -> Body:
-        self.check_deploy_trigger(args)
+    @handles("deploy_trigger")
+    def trigger(self, args: Args, ex: Execution) -> Body:
+        self.check_trigger(args)
         run_id = self.new_id("run", ex)
         self.runs.put(run_id, {"id": run_id, "service": args["service"],
                                "version": args["version"], "environment": args["environment"],
@@ -48,12 +61,14 @@ class DeployService(Service):
         return {"id": run_id, "status": "running", "service": args["service"],
                 "environment": args["environment"], "version": args["version"]}
 
-    def check_deploy_cancel_run(self, args: Args) -> None:
+    @validates("deploy_cancel_run")
+    def check_cancel_run(self, args: Args) -> None:
         if self.runs.current(args["run_id"]) is None:
             raise not_found("deployment run", args["run_id"])
 
-    def do_deploy_cancel_run(self, args: Args, ex: Execution) -> Body:
-        self.check_deploy_cancel_run(args)
+    @handles("deploy_cancel_run")
+    def cancel_run(self, args: Args, ex: Execution) -> Body:
+        self.check_cancel_run(args)
         run = dict(self.runs.current(args["run_id"]) or {})
         if run["status"] != "cancelled":
             run["status"] = "cancelled"
@@ -63,7 +78,8 @@ class DeployService(Service):
             self.world.ledger.mark_undone(run["id"], ex.t, by=effect.seq)
         return {"id": run["id"], "status": "cancelled"}
 
-    def do_deploy_list_runs(self, args: Args, ex: Execution) -> Body:
+    @handles("deploy_list_runs")
+    def list_runs(self, args: Args, ex: Execution) -> Body:
         if args["service"] not in self.known_services:
             raise not_found("service", args["service"])
         at = self.view_time("deploy_list_runs", ex)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
-from limbo_plugin.world.services.base import Args, Body, Execution, Service
+from limbo_plugin.world.services.base import Args, Body, Execution, Service, handles
 from limbo_plugin.world.store import SEED_TIME, VersionedTable, search_matches
+
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
 
 SENDER = "ops@acme.example"
 
@@ -14,7 +17,7 @@ SENDER = "ops@acme.example"
 class EmailService(Service):
     name = "email"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.sent = VersionedTable()
 
@@ -28,7 +31,8 @@ class EmailService(Service):
         if unknown:
             raise ValueError(f"email seed has unknown collections: {sorted(unknown)}")
 
-    def do_email_send(self, args: Args, ex: Execution) -> Body:
+    @handles("email_send")
+    def send(self, args: Args, ex: Execution) -> Body:
         message_id = self.new_id("msg", ex)
         self.sent.put(message_id, {"id": message_id, "from": SENDER, "to": args["to"],
                                    "subject": args["subject"], "body": args["body"],
@@ -36,7 +40,8 @@ class EmailService(Service):
         self.commit("email_send", args, ex, [message_id])
         return {"id": message_id, "status": "sent", "to": args["to"]}
 
-    def do_email_search_sent(self, args: Args, ex: Execution) -> Body:
+    @handles("email_search_sent")
+    def search_sent(self, args: Args, ex: Execution) -> Body:
         at = self.view_time("email_search_sent", ex)
         hits = [data for _, data, _ in self.sent.visible(at)
                 if search_matches(args["query"], data["to"], data["subject"], data["body"])]

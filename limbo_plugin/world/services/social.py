@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
-from limbo_plugin.world.services.base import Args, Body, Execution, Service, not_found
+from limbo_plugin.world.services.base import (
+    Args,
+    Body,
+    Execution,
+    Service,
+    handles,
+    not_found,
+    validates,
+)
 from limbo_plugin.world.store import SEED_TIME, VersionedTable
+
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
 
 PLATFORMS = ("mastodon", "weibo", "linkedin", "x")
 PREFIX = {"mastodon": "md", "weibo": "wb", "linkedin": "li", "x": "x"}
@@ -21,7 +32,7 @@ URL = {
 class SocialService(Service):
     name = "social"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.posts = {platform: VersionedTable() for platform in PLATFORMS}
 
@@ -46,24 +57,30 @@ class SocialService(Service):
         self.commit(f"{platform}_publish", args, ex, [post_id])
         return {"id": post_id, "url": url, "platform": platform}
 
-    def do_mastodon_publish(self, args: Args, ex: Execution) -> Body:
+    @handles("mastodon_publish")
+    def publish_mastodon(self, args: Args, ex: Execution) -> Body:
         return self._publish("mastodon", args, ex)
 
-    def do_weibo_publish(self, args: Args, ex: Execution) -> Body:
+    @handles("weibo_publish")
+    def publish_weibo(self, args: Args, ex: Execution) -> Body:
         return self._publish("weibo", args, ex)
 
-    def do_linkedin_publish(self, args: Args, ex: Execution) -> Body:
+    @handles("linkedin_publish")
+    def publish_linkedin(self, args: Args, ex: Execution) -> Body:
         return self._publish("linkedin", args, ex)
 
-    def do_x_publish(self, args: Args, ex: Execution) -> Body:
+    @handles("x_publish")
+    def publish_x(self, args: Args, ex: Execution) -> Body:
         return self._publish("x", args, ex)
 
-    def check_social_delete_post(self, args: Args) -> None:
+    @validates("social_delete_post")
+    def check_delete_post(self, args: Args) -> None:
         if not self.posts[args["platform"]].ever_existed(args["post_id"]):
             raise not_found(f"{args['platform']} post", args["post_id"])
 
-    def do_social_delete_post(self, args: Args, ex: Execution) -> Body:
-        self.check_social_delete_post(args)
+    @handles("social_delete_post")
+    def delete_post(self, args: Args, ex: Execution) -> Body:
+        self.check_delete_post(args)
         table = self.posts[args["platform"]]
         post_id = args["post_id"]
         if table.current(post_id) is not None:
@@ -79,11 +96,14 @@ class SocialService(Service):
         posts.reverse()
         return {"platform": platform, "posts": posts[:50]}
 
-    def do_mastodon_list_posts(self, args: Args, ex: Execution) -> Body:
+    @handles("mastodon_list_posts")
+    def list_mastodon(self, args: Args, ex: Execution) -> Body:
         return self._list("mastodon", ex)
 
-    def do_weibo_list_posts(self, args: Args, ex: Execution) -> Body:
+    @handles("weibo_list_posts")
+    def list_weibo(self, args: Args, ex: Execution) -> Body:
         return self._list("weibo", ex)
 
-    def do_linkedin_list_posts(self, args: Args, ex: Execution) -> Body:
+    @handles("linkedin_list_posts")
+    def list_linkedin(self, args: Args, ex: Execution) -> Body:
         return self._list("linkedin", ex)

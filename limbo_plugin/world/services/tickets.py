@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
-from limbo_plugin.world.services.base import Args, Body, Execution, Service, not_found
+from limbo_plugin.world.services.base import (
+    Args,
+    Body,
+    Execution,
+    Service,
+    handles,
+    not_found,
+    validates,
+)
 from limbo_plugin.world.store import SEED_TIME, VersionedTable, search_matches
+
+if TYPE_CHECKING:
+    from limbo_plugin.world.world import World
 
 URL = "https://tickets.acme.example/browse/{id}"
 
@@ -14,7 +25,7 @@ URL = "https://tickets.acme.example/browse/{id}"
 class TicketsService(Service):
     name = "tickets"
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: World) -> None:
         super().__init__(world)
         self.tickets = VersionedTable()
         self.comments = VersionedTable()
@@ -39,7 +50,8 @@ class TicketsService(Service):
             raise ValueError(f"tickets seed has unknown collections: {sorted(unknown)}")
 
     # -- writes --------------------------------------------------------------------------------
-    def do_tickets_create(self, args: Args, ex: Execution) -> Body:
+    @handles("tickets_create")
+    def create_ticket(self, args: Args, ex: Execution) -> Body:
         ticket_id = self.world.ids.ticket(args["project"], ex.seq, ex.redelivered, ex.part)
         url = URL.format(id=ticket_id)
         data = {"id": ticket_id, "project": args["project"], "title": args["title"],
@@ -49,24 +61,28 @@ class TicketsService(Service):
         self.commit("tickets_create", args, ex, [ticket_id])
         return {"id": ticket_id, "url": url, "project": args["project"], "status": "open"}
 
-    def check_tickets_add_comment(self, args: Args) -> None:
+    @validates("tickets_add_comment")
+    def check_add_comment(self, args: Args) -> None:
         if self.tickets.current(args["ticket_id"]) is None:
             raise not_found("ticket", args["ticket_id"])
 
-    def do_tickets_add_comment(self, args: Args, ex: Execution) -> Body:
-        self.check_tickets_add_comment(args)
+    @handles("tickets_add_comment")
+    def add_comment(self, args: Args, ex: Execution) -> Body:
+        self.check_add_comment(args)
         comment_id = self.new_id("cm", ex)
         self.comments.put(comment_id, {"id": comment_id, "ticket_id": args["ticket_id"],
                                        "body": args["body"], "created": iso(ex.t)}, ex.t)
         self.commit("tickets_add_comment", args, ex, [comment_id], targets=[args["ticket_id"]])
         return {"id": comment_id, "ticket_id": args["ticket_id"]}
 
-    def check_tickets_set_status(self, args: Args) -> None:
+    @validates("tickets_set_status")
+    def check_set_status(self, args: Args) -> None:
         if self.tickets.current(args["ticket_id"]) is None:
             raise not_found("ticket", args["ticket_id"])
 
-    def do_tickets_set_status(self, args: Args, ex: Execution) -> Body:
-        self.check_tickets_set_status(args)
+    @handles("tickets_set_status")
+    def set_status(self, args: Args, ex: Execution) -> Body:
+        self.check_set_status(args)
         ticket_id = args["ticket_id"]
         data = dict(self.tickets.current(ticket_id) or {})
         if data["status"] != args["status"]:
@@ -83,21 +99,24 @@ class TicketsService(Service):
         return [{"id": c["id"], "body": c["body"], "created": c["created"]}
                 for _, c, _ in self.comments.visible(at) if c["ticket_id"] == ticket_id]
 
-    def do_tickets_list(self, args: Args, ex: Execution) -> Body:
+    @handles("tickets_list")
+    def list_tickets(self, args: Args, ex: Execution) -> Body:
         at = self.view_time("tickets_list", ex)
         rows = [{k: data[k] for k in ("id", "title", "status", "url", "created")}
                 for _, data, _ in self.tickets.visible(at) if data["project"] == args["project"]]
         rows.reverse()
         return {"project": args["project"], "tickets": rows[:50]}
 
-    def do_tickets_get(self, args: Args, ex: Execution) -> Body:
+    @handles("tickets_get")
+    def get_ticket(self, args: Args, ex: Execution) -> Body:
         at = self.view_time("tickets_get", ex)
         data = self.tickets.as_of(args["ticket_id"], at)
         if data is None:
             raise not_found("ticket", args["ticket_id"])
         return {"ticket": {**data, "comments": self._comments_of(data["id"], at)}}
 
-    def do_tickets_search(self, args: Args, ex: Execution) -> Body:
+    @handles("tickets_search")
+    def search_tickets(self, args: Args, ex: Execution) -> Body:
         at = self.view_time("tickets_search", ex)
         hits = []
         for ticket_id, data, _ in self.tickets.visible(at):

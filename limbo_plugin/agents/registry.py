@@ -1,0 +1,132 @@
+"""Every kind of agent, one entry each: how its spec string is checked and how it is built.
+
+An agent is named by a spec string ``<kind>:<rest>`` (``scripted:verify_first``,
+``litellm:openai/gpt-5-mini``). An :class:`AgentKind` says what ``rest`` must be (checking it
+with a one-line error that shows the valid form) and builds the agent, importing its module only
+then (litellm is slow to import). A new kind of agent is one module and one entry in
+:data:`AGENT_KINDS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from limbo_plugin.agents.base import Agent
+from limbo_plugin.agents.options import AgentOptions
+from limbo_plugin.agents.scripted import POLICIES
+from limbo_plugin.errors import UsageError
+
+
+@dataclass(frozen=True)
+class AgentKind:
+    """``prefix`` names the kind, ``form`` shows its spec strings in error messages, ``check``
+    raises :class:`UsageError` when ``rest`` is not valid, ``build`` makes the agent."""
+
+    prefix: str
+    form: str
+    check: Callable[[str], None]
+    build: Callable[[str, AgentOptions], Agent]
+
+
+def _check_policy(prefix: str) -> Callable[[str], None]:
+    def check(rest: str) -> None:
+        if rest not in POLICIES:
+            raise UsageError(f"unknown agent {prefix + ':' + rest!r}; {prefix} policies: "
+                             + ", ".join(f"{prefix}:{p}" for p in POLICIES))
+    return check
+
+
+def _build_scripted(rest: str, options: AgentOptions) -> Agent:
+    from limbo_plugin.agents.scripted import ScriptedAgent
+
+    return ScriptedAgent(rest)
+
+
+def _build_mcp(rest: str, options: AgentOptions) -> Agent:
+    from limbo_plugin.agents.mcp_agent import McpPolicyAgent
+
+    return McpPolicyAgent(rest)
+
+
+def _check_model(rest: str) -> None:
+    if not rest:
+        raise UsageError("agent 'litellm:' needs a model, e.g. litellm:openai/gpt-5-mini")
+
+
+def _build_scaffold(rest: str, options: AgentOptions) -> Agent:
+    from limbo_plugin.agents.scaffold import ScaffoldAgent  # lazy: it leads to litellm
+
+    return ScaffoldAgent(rest, options)
+
+
+HARNESS_FORMS = "harness:<name>:<model> (codex, copilot, hermes) or harness:command:<name|path>"
+
+
+def _check_harness(rest: str) -> None:
+    from limbo_plugin.agents.harness_install import find_harness, resolve_executable
+
+    name, _, model = rest.partition(":")
+    if not name or not model:
+        raise UsageError(f"agent 'harness:{rest}' must have the form {HARNESS_FORMS}")
+    spec = find_harness(model if name == "command" else name)
+    resolve_executable(spec)
+
+
+def _build_harness(rest: str, options: AgentOptions) -> Agent:
+    from limbo_plugin.agents.harness import HarnessAgent
+    from limbo_plugin.agents.harness_install import find_harness
+
+    name, _, model = rest.partition(":")
+    if name != "command":
+        return HarnessAgent(find_harness(name), model, options)
+    spec = find_harness(model)
+    chosen = options.model_options.get("model") or spec.model
+    if not chosen:
+        raise UsageError(f"agent 'harness:{rest}' needs a model: set `model:` in {spec.file} "
+                         "or pass --model-option model=NAME")
+    return HarnessAgent(spec, str(chosen), options, name=f"harness:{rest}")
+
+
+def _check_python(rest: str) -> None:
+    from limbo_plugin.agents.python_agent import resolve
+
+    resolve(rest)
+
+
+def _build_python(rest: str, options: AgentOptions) -> Agent:
+    from limbo_plugin.agents.python_agent import make_python_agent
+
+    return make_python_agent(rest, options)
+
+
+AGENT_KINDS: tuple[AgentKind, ...] = (
+    AgentKind("scripted", f"scripted:<policy> ({', '.join(POLICIES)})",
+              _check_policy("scripted"), _build_scripted),
+    AgentKind("mcp", "mcp:<policy>", _check_policy("mcp"), _build_mcp),
+    AgentKind("litellm", "litellm:<model>", _check_model, _build_scaffold),
+    AgentKind("harness", HARNESS_FORMS, _check_harness, _build_harness),
+    AgentKind("python", "python:<module>:<callable>", _check_python, _build_python),
+)
+
+
+def agent_kind(spec: str) -> tuple[AgentKind, str]:
+    """The kind ``spec`` names and the rest of the spec; :class:`UsageError` if it names none."""
+    prefix, _, rest = spec.partition(":")
+    for kind in AGENT_KINDS:
+        if kind.prefix == prefix:
+            return kind, rest
+    raise UsageError(f"unknown agent {spec!r}; valid forms: "
+                     + ", ".join(kind.form for kind in AGENT_KINDS))
+
+
+def check_agent(spec: str) -> None:
+    """Raise :class:`UsageError`, naming the valid forms, when ``spec`` is not an agent."""
+    kind, rest = agent_kind(spec)
+    kind.check(rest)
+
+
+def make_agent(spec: str, options: AgentOptions | None = None) -> Agent:
+    """The agent ``spec`` names (a validated run configuration's ``agent``)."""
+    kind, rest = agent_kind(spec)
+    return kind.build(rest, options or AgentOptions())

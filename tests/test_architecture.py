@@ -1,0 +1,120 @@
+"""The layering of ARCHITECTURE.md, enforced: imports point down the layers only, and the
+optional heavy dependencies stay in the one module each that needs them."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "limbo_plugin"
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("core", ("errors", "toolapi", "templating", "stats")),
+    ("spec vocabulary", ("spec.loader", "spec.models", "spec")),
+    ("contracts", ("contracts", "readback")),
+    ("world", ("world",)),
+    ("record", ("records",)),
+    ("transport", ("faults",)),
+    ("specs", ("spec.registry", "tasks")),
+    ("grading", ("grading",)),
+    ("conditions", ("conditions",)),
+    ("server", ("server",)),
+    ("agents", ("agents",)),
+    ("run configuration", ("runconfig",)),
+    ("episodes", ("episode", "experiments", "sandbox")),
+    ("reports", ("report",)),
+    ("entry points", ("plugin", "cli", "testing", "")),
+]
+"""Bottom up, as in ARCHITECTURE.md; a module belongs to the layer of its longest prefix."""
+
+ONLY_IN = {"pytest": {"plugin"}, "_pytest": set(), "litellm": {"agents.provider"},
+           "allure": {"report.allure"}}
+"""Third-party packages only the named modules may import."""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(module: str) -> int:
+    best, best_length = -1, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            matches = module == prefix or module.startswith(prefix + ".") or prefix == ""
+            if matches and len(prefix) > best_length:
+                best, best_length = index, len(prefix)
+    return best
+
+
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any level (``TYPE_CHECKING`` and functions too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def sources() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [module_name(p) for p in sources() if layer_of(module_name(p)) < 0]
+    assert not unplaced
+
+
+def test_imports_point_down_the_layers() -> None:
+    upward = []
+    for path in sources():
+        module = module_name(path)
+        for target in imports(path):
+            if not target.startswith("limbo_plugin."):
+                continue
+            name = target.removeprefix("limbo_plugin.")
+            if not (PACKAGE / name.replace(".", "/")).exists() and not (
+                    PACKAGE / (name.replace(".", "/") + ".py")).exists():
+                continue  # ``from package import name`` of a non-module name
+            if layer_of(name) > layer_of(module):
+                upward.append(f"{module} ({LAYERS[layer_of(module)][0]}) imports {name} "
+                              f"({LAYERS[layer_of(name)][0]})")
+    assert not upward, "\n".join(upward)
+
+
+@pytest.mark.parametrize("package", sorted(ONLY_IN))
+def test_heavy_and_host_dependencies_stay_where_they_belong(package: str) -> None:
+    users = {module_name(p) for p in sources()
+             if any(t == package or t.startswith(package + ".") for t in imports(p))}
+    assert users <= ONLY_IN[package]
+
+
+def test_spec_and_world_never_reach_up() -> None:
+    """The core of the guarantee in one line: the world and the spec vocabulary import neither
+    the plugin, agents, conditions nor pytest."""
+    for path in sources():
+        module = module_name(path)
+        if module.startswith(("world", "spec.loader", "spec.models")):
+            bad = {t for t in imports(path) if t.startswith((
+                "limbo_plugin.plugin", "limbo_plugin.agents", "limbo_plugin.conditions",
+                "pytest", "limbo_plugin.episode"))}
+            assert not bad, (module, bad)
+
+
+def test_importing_the_plugin_stays_cheap() -> None:
+    """The plugin is imported by every pytest run that has Limbo installed; it loads its specs,
+    agents and conditions only when a session needs them."""
+    script = ("import sys, limbo_plugin.plugin\n"
+              "heavy = [m for m in ('litellm', 'jsonschema', 'limbo_plugin.agents', "
+              "'limbo_plugin.conditions', 'limbo_plugin.spec.registry') if m in sys.modules]\n"
+              "print(','.join(heavy))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == ""
