@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 
@@ -20,8 +21,14 @@ class SpecError(LimboError):
         self.message = message
         super().__init__(self.render())
 
-    def render(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
+    def render(self, relative_to: str | Path | None = None) -> str:
+        """``file:line: at path problem``; the file relative to ``relative_to`` when inside it
+        (what a user typed, not where pytest resolved it)."""
+        file = self.file
+        if relative_to is not None:
+            with contextlib.suppress(ValueError):
+                file = str(Path(self.file).resolve().relative_to(Path(relative_to).resolve()))
+        where = file if self.line is None else f"{file}:{self.line}"
         at = f" at {self.path}" if self.path else ""
         return f"{where}:{at} {self.message}"
 

@@ -17,12 +17,17 @@ from pydantic import Field, field_validator
 
 from limbo_plugin.errors import SpecError, UsageError
 from limbo_plugin.faults import expected_failure
-from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey
+from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, make_test_id
 from limbo_plugin.runconfig import RunConfig, validator
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
 from limbo_plugin.spec.models import StrictModel
 from limbo_plugin.spec.registry import SpecRegistry
 
+MAX_INSTANCES = 10_000
+MAX_INSTANCE = 999_999
+"""An experiment lists at most :data:`MAX_INSTANCES` instances numbered up to
+:data:`MAX_INSTANCE`: a million instances is a typo, not a study (every template × focal write ×
+mode × configuration multiplies it)."""
 FROM_OPTION = "@option"
 """In an experiment's list, "use the value given on the command line (or its default)"."""
 
@@ -42,9 +47,10 @@ class ExperimentSpec(StrictModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     templates: Literal["all"] | list[str] = "all"
-    instances: list[int] = Field(default_factory=lambda: [0, 1], min_length=1)
+    instances: list[int] = Field(default_factory=lambda: [0, 1], min_length=1,
+                                 max_length=MAX_INSTANCES)
     focal_writes: Literal["all"] | list[str] = "all"
-    max_focal_writes: int | None = Field(default=None, ge=1)
+    max_focal_writes: int | None = Field(default=None, ge=1, le=1000)
     modes: Literal["all"] | list[str] = "all"
     exclude_modes: list[str] = Field(default_factory=list)
     contracts: Contracts = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
@@ -60,6 +66,10 @@ class ExperimentSpec(StrictModel):
     def _non_negative(cls, value: list[int]) -> list[int]:
         if any(i < 0 for i in value):
             raise ValueError("instances are numbered from 0")
+        if any(i > MAX_INSTANCE for i in value):
+            raise ValueError(f"instance numbers go up to {MAX_INSTANCE:,}")
+        if len(set(value)) != len(value):
+            raise ValueError("an instance is listed twice")
         return value
 
 
@@ -72,7 +82,9 @@ class Episode:
 
     @property
     def id(self) -> str:
-        return "-".join([self.key.id, *self.config.non_default_parts()])
+        """The test id: the pytest item's name, the record's ``test_id``, what ``limbo show``
+        takes (:func:`limbo_plugin.records.make_test_id`)."""
+        return make_test_id(self.key.id, self.config)
 
     def sort_key(self) -> tuple[Any, ...]:
         k, c = self.key, self.config
@@ -114,13 +126,6 @@ def episode_labels(episode: Episode, registry: SpecRegistry) -> EpisodeLabels:
                          spec_file=task.spec_file, spec_line=task.spec_line)
 
 
-def item_name(episode: Episode, *, with_agent: bool) -> str:
-    """The pytest item name: the episode id, plus the agent when a run compares several."""
-    if not with_agent:
-        return episode.id
-    return f"{episode.id}-" + episode.config.agent.replace(":", "-").replace("/", "_")
-
-
 @dataclass
 class Experiment:
     spec: ExperimentSpec
@@ -143,7 +148,7 @@ class Experiment:
         spec = self.spec
         if spec.templates != "all":
             for i, name in enumerate(spec.templates):
-                if name not in registry.templates:
+                if name not in registry.templates and name not in registry.template_errors:
                     raise self.doc.error(("templates", i), f"unknown template {name!r}; valid: "
                                          + ", ".join(sorted(registry.templates)))
         if spec.modes != "all":
@@ -158,14 +163,34 @@ class Experiment:
             known = {f.id for t in self._templates(registry) for inst in spec.instances
                      for f in registry.template(t).instantiate(inst).focal_writes}
             for i, focal in enumerate(spec.focal_writes):
-                if focal not in known:
+                if focal not in known and not self.broken_templates(registry):
                     raise self.doc.error(("focal_writes", i),
                                          f"unknown focal write {focal!r} in these templates")
 
     def _templates(self, registry: SpecRegistry) -> list[str]:
-        if self.spec.templates == "all":
-            return sorted(registry.templates)
-        return list(self.spec.templates)
+        """The templates whose episodes run: those named (or all) that load and instantiate."""
+        return self._sorted_templates(registry)[0]
+
+    def broken_templates(self, registry: SpecRegistry) -> list[SpecError]:
+        """The errors of the templates this experiment names (or all) that do not load, or
+        fail to instantiate one of its instances: their episodes are lost, and each error is
+        reported once, not the whole run."""
+        return self._sorted_templates(registry)[1]
+
+    def _sorted_templates(self, registry: SpecRegistry) -> tuple[list[str], list[SpecError]]:
+        named = (sorted({*registry.templates, *registry.template_errors})
+                 if self.spec.templates == "all" else list(self.spec.templates))
+        usable, errors = [], []
+        for name in named:
+            try:
+                template = registry.template(name)
+                for instance in self.spec.instances:
+                    template.instantiate(instance)
+            except SpecError as exc:
+                errors.append(exc)
+            else:
+                usable.append(name)
+        return usable, errors
 
     def modes(self, registry: SpecRegistry) -> list[str]:
         modes = list(registry.faults) if self.spec.modes == "all" else list(self.spec.modes)
@@ -248,4 +273,4 @@ def find_experiment(name: str, registry: SpecRegistry) -> Path:
 
 
 __all__ = ["Episode", "EpisodeLabels", "Experiment", "ExperimentSpec", "SpecError",
-           "episode_labels", "item_name", "iter_worlds", "load_experiment"]
+           "episode_labels", "iter_worlds", "load_experiment"]

@@ -22,7 +22,7 @@ from limbo_plugin.records import RUN_FIELDS, EpisodeRecord
 
 if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay cheap
     from limbo_plugin.agents.options import AgentOptions
-    from limbo_plugin.experiments import Episode, EpisodeLabels
+    from limbo_plugin.experiments import Episode, EpisodeLabels, Experiment
     from limbo_plugin.report.gate import GateResult
     from limbo_plugin.report.records import CostMeter, RecordWriter
     from limbo_plugin.spec.registry import SpecRegistry
@@ -227,6 +227,7 @@ def pytest_configure(config: pytest.Config) -> None:
     elif not state.is_worker and not config.option.collectonly and collects_specs(
             config, state.specs_dir):
         rotate(state.records_path)
+    config.pluginmanager.register(SpecErrorPolicy(), "limbo-spec-errors")
     if not state.is_worker:
         state.writer = RecordWriter(state.records_path)
         config.pluginmanager.register(LimboController(state), "limbo-controller")
@@ -270,27 +271,35 @@ class ExperimentFile(pytest.File):
     """One experiment spec: its items are its episodes."""
 
     def collect(self) -> Any:
-        try:
-            yield from self._episodes()
-        except SpecError as exc:
-            # One bad spec is one failing item, not a dead session: the rest of the run goes on.
-            yield BrokenSpecItem.from_parent(self, name=f"spec-error[{Path(exc.file).name}]",
-                                             error=exc)
+        from limbo_plugin.experiments import load_experiment
 
-    def _episodes(self) -> Iterator[EpisodeItem]:
-        from limbo_plugin.experiments import episode_labels, item_name, load_experiment
+        state: LimboState = self.config.stash[STATE]
+        try:
+            registry = state.specs
+            experiment = load_experiment(self.path, registry)
+            broken = experiment.broken_templates(registry)
+            episodes = list(self._episodes(experiment))
+        except SpecError as exc:
+            # A broken spec tree or experiment: one collection error, and nothing to run.
+            yield BrokenSpec.from_parent(self, name=BrokenSpec.name_for(exc), error=exc)
+            return
+        # A broken template costs its own episodes only: it is one collection error, as
+        # pytest reports a broken test module, and the other templates' episodes run.
+        for error in broken:
+            yield BrokenSpec.from_parent(self, name=BrokenSpec.name_for(error), error=error)
+        yield from episodes
+
+    def _episodes(self, experiment: Experiment) -> Iterator[EpisodeItem]:
+        from limbo_plugin.experiments import episode_labels
 
         state: LimboState = self.config.stash[STATE]
         registry = state.specs
-        experiment = load_experiment(self.path, registry)
         episodes = experiment.episodes(registry, state.overrides, state.defaults)
-        many_agents = len({e.config.agent for e in episodes}) > 1
         model_options = {**experiment.spec.model_options, **state.model_options}
         for episode in episodes:
             labels = episode_labels(episode, registry)
-            item = EpisodeItem.from_parent(self, name=item_name(episode, with_agent=many_agents),
-                                           episode=episode, model_options=model_options,
-                                           labels=labels)
+            item = EpisodeItem.from_parent(self, name=episode.id, episode=episode,
+                                           model_options=model_options, labels=labels)
             if labels.xfail_reason:
                 item.add_marker(pytest.mark.xfail(reason=labels.xfail_reason, strict=False,
                                                   raises=EpisodeFailure))
@@ -300,28 +309,54 @@ class ExperimentFile(pytest.File):
             yield item
 
 
-class BrokenSpecItem(pytest.Item):
-    """Stands for a spec that failed to load; it errors with the file, line, path and problem."""
+class BrokenSpec(pytest.Collector):
+    """A spec that failed to load, reported as pytest reports a test module that does not
+    import: a collection error (also under ``--collect-only``) whose text is the one line
+    ``file:line: at path problem``, without a traceback. Only the episodes that need the
+    spec are lost (see :func:`pytest_collection_finish`)."""
 
     def __init__(self, *, error: SpecError, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.error = error
 
-    def setup(self) -> None:
-        raise self.error
+    @staticmethod
+    def name_for(error: SpecError) -> str:
+        return f"spec-error[{Path(error.file).name}]"
 
-    def runtest(self) -> None:  # pragma: no cover - setup always raises
+    def collect(self) -> list[pytest.Item]:
         raise self.error
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> Any:
-        if isinstance(excinfo.value, LimboError):
-            return f"Limbo could not load a spec:\n{excinfo.value}"
+        if isinstance(excinfo.value, SpecError):
+            return f"Limbo could not load a spec: {excinfo.value.render(self.config.rootpath)}"
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
         line = None if self.error.line is None else self.error.line - 1
         return Path(self.error.file), line, f"spec error in {Path(self.error.file).name}"
+
+
+class SpecErrorPolicy:
+    """A broken spec must not cancel the episodes that do not need it: when every collection
+    error is a spec error, the run goes on as with ``--continue-on-collection-errors`` (the
+    errors are still reported and still fail the run); any other collection error stops it as
+    pytest always does. Registered in every process (xdist workers collect)."""
+
+    def __init__(self) -> None:
+        self.spec_errors = 0
+        self.other_errors = 0
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            if report.nodeid.rpartition("::")[2].startswith("spec-error["):
+                self.spec_errors += 1
+            else:
+                self.other_errors += 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.spec_errors and not self.other_errors:
+            session.config.option.continue_on_collection_errors = True
 
 
 class EpisodeFailure(AssertionError):

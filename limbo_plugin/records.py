@@ -7,13 +7,16 @@ the one the transport filled in, so no second copy of either shape exists to dri
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from limbo_plugin.world.ledger import Effect
 
-RECORD_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION = 2
+"""Version 2 added ``run_id`` and ``test_id`` to the record and ``request_part``, ``sets`` and
+``undone_by`` to ledger effects (effects superseded by a later write stop standing)."""
 BASELINE_FOCAL = "baseline"
 """The focal-write slot of a fault-free (``none``) episode: one per task instance."""
 
@@ -35,6 +38,40 @@ class EpisodeKey(BaseModel):
 
 RUN_FIELDS = ("agent", "contract", "docs", "instruction", "condition", "operator")
 """The run configuration's fields (:class:`limbo_plugin.runconfig.RunConfig`), in order."""
+RUN_DEFAULTS: dict[str, str] = {
+    "agent": "scripted:verify_first", "contract": "native", "docs": "default",
+    "instruction": "default", "condition": "vanilla", "operator": "truthful",
+}
+"""Each run-configuration field's default (:class:`~limbo_plugin.runconfig.RunConfig` uses
+these): a part equal to its default is left out of test ids."""
+ID_PARTS = ("contract", "docs", "instruction", "condition", "operator", "agent")
+"""The order in which non-default configuration parts follow the episode id in a test id."""
+MAX_AGENT_PART = 60
+
+
+def agent_id_part(agent: str) -> str:
+    """A short, stable rendering of an agent string for test ids: ``scripted:blind_retry`` →
+    ``scripted-blind_retry``, ``litellm:openai/gpt-5-mini`` → ``litellm-openai_gpt-5-mini``;
+    beyond 60 characters (a harness adapter given by path), a prefix and a digest."""
+    text = agent.replace(":", "-").replace("/", "_").replace("\\", "_").replace(" ", "_")
+    if len(text) <= MAX_AGENT_PART:
+        return text
+    digest = hashlib.sha256(agent.encode()).hexdigest()[:8]
+    return f"{text[: MAX_AGENT_PART - 9]}-{digest}"
+
+
+def make_test_id(episode_id: str, config: object) -> str:
+    """The one id of an episode under a configuration, shared by the pytest item, the record
+    (``test_id``) and ``limbo show``: the episode id followed by every configuration part that
+    differs from its default, the agent included (``…-timeout_late-guard-scripted-blind_retry``).
+    """
+    parts = [episode_id]
+    for name in ID_PARTS:
+        value = str(getattr(config, name))
+        if value != RUN_DEFAULTS[name]:
+            parts.append(agent_id_part(value) if name == "agent" else value)
+    return "-".join(parts)
+
 
 
 def run_fingerprint(config: object) -> str:
@@ -126,6 +163,12 @@ class EpisodeRecord(Grade):
     """The graded outcome of one episode, with its full trace and ledger."""
 
     schema_version: int = RECORD_SCHEMA_VERSION
+    run_id: str | None = None
+    """The pytest session that ran the episode (shared by xdist workers); ``None`` outside
+    pytest. Records are compared ignoring it (resume, ``limbo merge``, report de-duplication)."""
+    test_id: str = ""
+    """The episode id plus the non-default configuration parts: the pytest item's name and
+    what ``limbo show`` takes (:func:`make_test_id`). Filled in from the record when empty."""
     episode_id: str
     template: str
     instance: int
@@ -164,10 +207,21 @@ class EpisodeRecord(Grade):
     trace: list[TraceEntry] = Field(default_factory=list)
     ledger: list[Effect] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _fill_test_id(self) -> EpisodeRecord:
+        if not self.test_id:
+            self.test_id = make_test_id(self.episode_id, self)
+        return self
+
     @property
     def key(self) -> EpisodeKey:
         return EpisodeKey(template=self.template, instance=self.instance,
                           focal_write=self.focal_write, fault_mode=self.fault_mode)
+
+    def comparable(self) -> dict[str, Any]:
+        """The record as JSON without what differs between identical runs of an episode (the
+        run id): what resume, merging and de-duplication compare."""
+        return self.model_dump(mode="json", exclude={"run_id"})
 
     def fingerprint(self) -> str:
         """The fingerprint of the run configuration this episode ran under."""

@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, Val
 from limbo_plugin.agents.registry import check_agent
 from limbo_plugin.conditions.registry import find_condition
 from limbo_plugin.errors import UsageError
-from limbo_plugin.records import run_fingerprint
+from limbo_plugin.records import RUN_DEFAULTS, run_fingerprint
 from limbo_plugin.tasks import INSTRUCTION_VARIANTS
 from limbo_plugin.world.operator import OPERATOR_VARIANTS
 
@@ -91,12 +91,12 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    agent: Annotated[str, validator("agent")] = "scripted:verify_first"
-    contract: Annotated[str, validator("contract")] = "native"
-    docs: Annotated[str, validator("docs")] = "default"
-    instruction: Annotated[str, validator("instruction")] = "default"
-    condition: Annotated[str, validator("condition")] = "vanilla"
-    operator: Annotated[str, validator("operator")] = "truthful"
+    agent: Annotated[str, validator("agent")] = RUN_DEFAULTS["agent"]
+    contract: Annotated[str, validator("contract")] = RUN_DEFAULTS["contract"]
+    docs: Annotated[str, validator("docs")] = RUN_DEFAULTS["docs"]
+    instruction: Annotated[str, validator("instruction")] = RUN_DEFAULTS["instruction"]
+    condition: Annotated[str, validator("condition")] = RUN_DEFAULTS["condition"]
+    operator: Annotated[str, validator("operator")] = RUN_DEFAULTS["operator"]
 
     @classmethod
     def parse(cls, values: Mapping[str, Any], *, registry: SpecRegistry | None = None
@@ -106,16 +106,6 @@ class RunConfig(BaseModel):
             return cls.model_validate(dict(values), context={"registry": registry})
         except ValidationError as exc:
             raise UsageError(first_problem(exc)) from None
-
-    def non_default_parts(self) -> list[str]:
-        """The parts that differ from the defaults, for test ids (``-keys_everywhere-guard``)."""
-        defaults = RunConfig()
-        parts = []
-        for name in ("contract", "docs", "instruction", "condition", "operator", "agent"):
-            value = getattr(self, name)
-            if value != getattr(defaults, name) and name != "agent":
-                parts.append(value)
-        return parts
 
     def fingerprint(self) -> str:
         return run_fingerprint(self)

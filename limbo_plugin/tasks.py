@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -30,17 +30,24 @@ if TYPE_CHECKING:
 CUE = "Make sure each action happens exactly once."
 INSTRUCTION_VARIANTS = ("default", "no_cue")
 GENERATORS = ("choice", "sample", "int_range", "template", "value", "id", "map", "join")
+MAX_COUNT = 1000
+Count = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+"""A count in a template (required effects, the n-th call, samples): 1 to 1000. A task that
+needs more is not a task an agent finishes in its 40-call budget."""
+SpecInt = Annotated[int, Field(ge=-(10**12), le=10**12)]
 
 
 class ParamSpec(StrictModel):
     """One seeded parameter: exactly one generator."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True,
+                              allow_inf_nan=False)
 
     choice: list[Any] | str | None = None
     sample: list[Any] | str | None = None
-    k: int | list[int] | None = None
-    int_range: list[int] | None = Field(default=None, alias="int")
+    k: Count | list[Count] | None = None
+    int_range: list[SpecInt] | None = Field(default=None, alias="int", min_length=2,
+                                            max_length=2)
     template: Any = None
     value: Any = None
     id: str | None = None
@@ -58,6 +65,10 @@ class ParamSpec(StrictModel):
                              f"(got {', '.join(chosen) or 'none'})".replace("int_range", "int"))
         if self.sample is not None and self.k is None:
             raise ValueError("'sample' needs 'k'")
+        if isinstance(self.k, list) and (len(self.k) != 2 or self.k[0] > self.k[1]):
+            raise ValueError(f"k as a range is [low, high] with low <= high, got {self.k}")
+        if self.int_range is not None and self.int_range[0] > self.int_range[1]:
+            raise ValueError(f"int is [low, high] with low <= high, got {self.int_range}")
         if self.map is not None and self.to is None:
             raise ValueError("'map' needs 'to'")
         return self
@@ -67,7 +78,7 @@ class RequiredSpec(StrictModel):
     id: str
     tool: str | list[str]
     where: dict[str, Any] = Field(default_factory=dict)
-    count: int = Field(default=1, ge=1)
+    count: Count = 1
     for_each: str | None = None
 
 
@@ -75,9 +86,9 @@ class FocalSpec(StrictModel):
     id: str
     tool: str
     where: dict[str, Any] = Field(default_factory=dict)
-    n: int = Field(default=1, ge=1)
+    n: Count = 1
     for_each: str | None = None
-    limit: int | None = Field(default=None, ge=1)
+    limit: Count | None = None
 
 
 class StepSpec(StrictModel):
@@ -354,21 +365,33 @@ def _matches(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
-def load_templates(directory: Path, registry: SpecRegistry) -> dict[str, TaskTemplate]:
-    """Load and validate every template; instances 0 and 1 are built to check references."""
+def load_templates(directory: Path, registry: SpecRegistry
+                   ) -> tuple[dict[str, TaskTemplate], dict[str, SpecError]]:
+    """Load and validate every template (instances 0 and 1 are built to check references):
+    the templates that load, and the error of each one that does not, by file name."""
     templates: dict[str, TaskTemplate] = {}
-    for file in sorted(directory.glob("*.yaml")):
-        doc = load_yaml(file)
-        spec = validate(doc, TemplateSpec)
-        if spec.name != file.stem:
-            raise doc.error(("name",), f"name {spec.name!r} must match the file name")
-        unknown = [s for s in spec.services if s not in registry.services or s == "general"]
-        if unknown:
-            raise doc.error(("services",), f"unknown services: {', '.join(unknown)}")
-        template = TaskTemplate(spec=spec, file=file, doc=doc, registry=registry)
-        for instance in (0, 1):
-            template.instantiate(instance)
-        templates[spec.name] = template
-    if not templates:
+    errors: dict[str, SpecError] = {}
+    files = sorted(directory.glob("*.yaml"))
+    for file in files:
+        try:
+            templates[file.stem] = load_template(file, registry)
+        except SpecError as exc:
+            errors[file.stem] = exc
+    if not files:
         raise SpecError(directory, "no task templates found")
-    return templates
+    return templates, errors
+
+
+def load_template(file: Path, registry: SpecRegistry) -> TaskTemplate:
+    doc = load_yaml(file)
+    spec = validate(doc, TemplateSpec)
+    if spec.name != file.stem:
+        raise doc.error(("name",), f"name {spec.name!r} must match the file name")
+    unknown = [s for s in spec.services if s not in registry.services or s == "general"]
+    if unknown:
+        raise doc.error(("services",), f"unknown services: {', '.join(unknown)}; valid: "
+                        + ", ".join(s for s in registry.services if s != "general"))
+    template = TaskTemplate(spec=spec, file=file, doc=doc, registry=registry)
+    for instance in (0, 1):
+        template.instantiate(instance)
+    return template

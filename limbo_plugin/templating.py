@@ -11,6 +11,7 @@ Paths are dotted and may index lists (``customers.0.id``). Filters:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -54,7 +55,7 @@ def evaluate(expression: str, ctx: Mapping[str, Any]) -> Any:
                                 f"valid: {', '.join(sorted(FILTERS))}")
         try:
             value = function(value, arg)
-        except (TypeError, ValueError, KeyError) as exc:
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
             raise TemplateError(f"filter {name!r} failed in {{{expression}}}: {exc}") from None
     return value
 
@@ -84,9 +85,30 @@ def _join(value: Any, sep: str) -> str:
     return (sep or ", ").join(_as_text(v) for v in value)
 
 
+MAX_AMOUNT = 10**12
+"""The largest amount the money filters take, in either unit: beyond it a value is a typo, and
+the minor units it makes would no longer be exact in JSON."""
+
+
+def _cents(value: Any, _: str) -> int:
+    amount = float(value)
+    if not math.isfinite(amount) or abs(amount) > MAX_AMOUNT:
+        raise ValueError(f"{value!r} is not an amount (at most {MAX_AMOUNT:,})")
+    return round(amount * 100)
+
+
+def _dollars(value: Any, _: str) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} is not an amount")
+    minor = int(value)
+    if abs(minor) > MAX_AMOUNT * 100:
+        raise ValueError(f"{value!r} is not an amount (at most {MAX_AMOUNT * 100:,} minor units)")
+    return f"{minor / 100:.2f}"
+
+
 FILTERS: dict[str, Callable[[Any, str], Any]] = {
-    "cents": lambda v, _: round(float(v) * 100),
-    "dollars": lambda v, _: f"{int(v) / 100:.2f}",
+    "cents": _cents,
+    "dollars": _dollars,
     "attr": lambda v, arg: [item[arg] for item in v],
     "join": _join,
     "lower": lambda v, _: str(v).lower(),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from limbo_plugin.episode import run_episode
-from limbo_plugin.experiments import Episode, episode_labels, item_name
+from limbo_plugin.experiments import Episode, episode_labels
 from limbo_plugin.records import EpisodeKey, EpisodeRecord
 from limbo_plugin.report.aggregate import summarize
 from limbo_plugin.report.gate import GateSpec, Threshold, run_gate
@@ -49,10 +49,26 @@ def test_keyless_redelivery_is_an_expected_failure_unless_the_contract_adds_keys
                           registry).xfail_reason is None, "billing charges accept a key"
 
 
-def test_item_names_carry_the_agent_only_when_a_run_compares_agents() -> None:
+def test_test_ids_carry_every_non_default_part_the_agent_included() -> None:
+    assert episode("cross_post", "post_x", "none").id == "cross_post-i0-post_x-none"
     e = episode("cross_post", "post_x", "none", agent="litellm:openai/gpt-5-mini")
-    assert item_name(e, with_agent=False) == "cross_post-i0-post_x-none"
-    assert item_name(e, with_agent=True) == "cross_post-i0-post_x-none-litellm-openai_gpt-5-mini"
+    assert e.id == "cross_post-i0-post_x-none-litellm-openai_gpt-5-mini"
+    both = episode("cross_post", "post_x", "none", agent="scripted:blind_retry",
+                   contract="keys_everywhere")
+    assert both.id == "cross_post-i0-post_x-none-keys_everywhere-scripted-blind_retry"
+    long = episode("cross_post", "post_x", "none", agent="litellm:" + "m" * 80 + "/a")
+    assert len(long.id) < len("cross_post-i0-post_x-none") + 62
+    assert long.id != episode("cross_post", "post_x", "none",
+                              agent="litellm:" + "m" * 80 + "/b").id, "a digest keeps it apart"
+
+
+def test_a_record_carries_the_test_id_of_its_item(registry: SpecRegistry) -> None:
+    e = episode("cross_post", "post_x", "timeout_late", agent="scripted:blind_retry",
+                condition="guard")
+    record = run_episode(e.key, e.config, registry=registry)
+    assert record.test_id == e.id == "cross_post-i0-post_x-timeout_late-guard-scripted-blind_retry"
+    assert EpisodeRecord.model_validate_json(
+        record.model_copy(update={"test_id": ""}).model_dump_json()).test_id == e.id
 
 
 def _records(registry: SpecRegistry, agent: str) -> list[EpisodeRecord]:

@@ -39,9 +39,12 @@ def broken_specs(tmp_path: Path, template: str, old: str, new: str) -> Path:
 def test_template_errors_name_file_line_and_path(tmp_path: Path, template: str, old: str,
                                                  new: str, message: str, path: str) -> None:
     registry = SpecRegistry.load(broken_specs(tmp_path, template, old, new))
+    assert template not in registry.templates, "a broken template does not load"
+    assert len(registry.templates) == 11, "the other templates still do"
     with pytest.raises(SpecError) as caught:
-        _ = registry.templates
+        registry.template(template)
     error = caught.value
+    assert registry.template_errors == {template: error}
     assert Path(error.file).name == f"{template}.yaml"
     assert error.line is not None and error.line > 1
     assert error.path.startswith(path)

@@ -51,7 +51,7 @@ _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class InstallSpec(_Strict):
@@ -150,8 +150,8 @@ class HarnessSpec(_Strict):
     """Variables of Limbo's own environment passed through (besides PATH, locale, proxies)."""
     files: list[FileSpec] = Field(default_factory=list)
     command: list[str] = Field(min_length=1)
-    timeout_s: float = Field(default=600.0, gt=0)
-    grace_s: float = Field(default=15.0, ge=0)
+    timeout_s: float = Field(default=600.0, gt=0, le=86_400)
+    grace_s: float = Field(default=15.0, ge=0, le=3600)
     """After the episode ends (finish, or the call budget), how long the CLI may take to exit
     before it is stopped."""
     transcript: list[SourceSpec] = Field(default_factory=lambda: [SourceSpec(source="stdout")])

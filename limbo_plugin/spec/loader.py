@@ -7,6 +7,7 @@ keeps a map from each value's path (a tuple of keys and indices) to its line num
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,52 +56,173 @@ def format_path(path: Iterable[str | int]) -> str:
     return out
 
 
-def _convert(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], file: Path) -> Any:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
+MAX_SPEC_BYTES = 2 * 1024 * 1024
+"""The largest spec file Limbo reads (the shipped ones are under 10 KiB): a bigger file is a
+mistake (a data dump, a log), and parsing one would stall every worker's start."""
+MAX_VALUES = 200_000
+"""How many values a spec may expand to. Aliases are expanded when a document is converted, so
+a few hundred bytes of nested aliases (a "billion laughs" file) could otherwise become gigabytes."""
+MAX_DEPTH = 64
+"""How deeply values may nest; the shipped specs nest fewer than ten levels."""
+MAX_INT = 2**53
+"""The largest integer a spec may hold: the largest every JSON reader (an agent's, a harness's)
+represents exactly."""
+SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}"
+                        for name in ("str", "int", "float", "bool", "null", "timestamp"))
+"""The scalar types a spec may hold: YAML's core types. Any other tag (``!!python/object``,
+``!!binary``, a custom ``!tag``) is refused rather than constructed."""
+MAP_TAG, SEQ_TAG = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+@dataclass
+class _Converter:
+    """Turns a composed YAML node tree into plain values, recording the line of each one.
+
+    The node tree is what ``yaml.compose`` builds with the safe loader: nothing is constructed
+    yet, so no tag can run code. Converting it here, rather than with ``yaml.safe_load``, lets
+    us refuse what a spec never needs (other tags, merge keys, duplicate keys) and bound what
+    aliases may expand to, with the file, line and path of the offending value.
+    """
+
+    file: Path
+    lines: dict[PathKey, int] = field(default_factory=dict)
+    values: int = 0
+    _open: set[int] = field(default_factory=set)
+
+    def error(self, node: yaml.Node, path: PathKey, message: str) -> SpecError:
+        return SpecError(self.file, message, line=node.start_mark.line + 1,
+                         path=format_path(path))
+
+    def convert(self, node: yaml.Node, path: PathKey) -> Any:
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise self.error(node, path, f"the document expands to more than {MAX_VALUES:,} "
+                             "values (nested aliases?); a spec is far smaller")
+        if len(path) > MAX_DEPTH:
+            raise self.error(node, path, f"values nest more than {MAX_DEPTH} levels deep")
+        self.lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node, path)
+        if id(node) in self._open:
+            raise self.error(node, path, "an alias refers to a value that contains it "
+                             "(a recursive alias)")
+        self._open.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path)
+            if isinstance(node, yaml.SequenceNode) and node.tag == SEQ_TAG:
+                return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+            raise self.error(node, path, f"unsupported YAML tag {_short_tag(node.tag)!r}; a "
+                             "spec holds plain mappings, lists, text, numbers and booleans")
+        finally:
+            self._open.discard(id(node))
+
+    def _mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[Any, Any]:
+        if node.tag != MAP_TAG:
+            raise self.error(node, path, f"unsupported YAML tag {_short_tag(node.tag)!r}; a "
+                             "spec holds plain mappings, lists, text, numbers and booleans")
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                raise SpecError(file, "YAML merge keys ('<<') are not supported",
-                                line=key_node.start_mark.line + 1, path=format_path(path))
-            key = yaml.SafeLoader.construct_scalar(_SCALAR_LOADER, key_node)
+                raise self.error(key_node, path, "YAML merge keys ('<<') are not supported")
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self.error(key_node, path, "a mapping key must be plain text, not a "
+                                 "list or a mapping")
+            key = self._scalar(key_node, path)
+            if isinstance(key, float) or key is None:
+                key = key_node.value  # keep '.nan' or '~' as written, never a NaN key
             if key in result:
-                raise SpecError(file, f"duplicate key {key!r}", line=key_node.start_mark.line + 1,
-                                path=format_path(path))
-            result[key] = _convert(value_node, (*path, key), lines, file)
+                raise self.error(key_node, path, f"duplicate key {key!r}")
+            result[key] = self.convert(value_node, (*path, key))
         return result
-    if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, (*path, i), lines, file) for i, item in enumerate(node.value)]
-    return _SCALAR_LOADER.construct_object(node, deep=True)
+
+    def _scalar(self, node: yaml.ScalarNode, path: PathKey) -> Any:
+        if node.tag not in SCALAR_TAGS:
+            raise self.error(node, path, f"unsupported YAML tag {_short_tag(node.tag)!r}; a "
+                             "spec holds plain mappings, lists, text, numbers and booleans")
+        if node.tag == TIMESTAMP_TAG:
+            return str(node.value)  # a date stays the text it is: specs and tool answers are JSON
+        try:
+            value = _SCALAR_LOADER.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, OverflowError) as exc:
+            raise self.error(node, path, f"cannot read value {node.value!r}: "
+                             f"{getattr(exc, 'problem', None) or exc}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error(node, path, f"{node.value!r} is not a finite number; spec "
+                             "numbers must be finite")
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+            raise self.error(node, path, f"{node.value} is too large; spec integers are at "
+                             f"most {MAX_INT:,} (2**53) in size")
+        return value
+
+
+def _too_deep_at(text: str) -> int | None:
+    """The line where nesting first exceeds :data:`MAX_DEPTH`, found with the event parser
+    (which, unlike the composer, does not recurse)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                return None if mark is None else int(mark.line) + 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org") \
+        else tag
 
 
 _SCALAR_LOADER = yaml.SafeLoader("")
 
 
 def load_yaml(file: str | Path) -> LoadedYaml:
-    """Parse one YAML file; syntax errors become :class:`SpecError` with the file and line."""
+    """Parse one YAML file; every problem (unreadable, too large, not UTF-8, syntax) becomes a
+    :class:`SpecError` with the file and, where there is one, the line."""
     file = Path(file)
     try:
-        text = file.read_text(encoding="utf-8")
+        if file.is_dir():
+            raise SpecError(file, "is a directory, not a YAML file")
+        size = file.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError(file, f"the file is {size / 2**20:.1f} MiB; a spec is at most "
+                            f"{MAX_SPEC_BYTES // 2**20} MiB")
+        data = file.read_bytes()
     except OSError as exc:
-        raise SpecError(file, f"cannot read file: {exc.strerror}") from exc
+        raise SpecError(file, f"cannot read file: {exc.strerror or exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SpecError(file, f"the file is not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                        f"offset {exc.start})", line=line) from None
     return load_yaml_text(text, file)
 
 
 def load_yaml_text(text: str, file: str | Path = "<string>") -> LoadedYaml:
     file = Path(file)
+    if len(text) > MAX_SPEC_BYTES:
+        raise SpecError(file, f"the text is {len(text):,} characters; a spec is at most "
+                        f"{MAX_SPEC_BYTES:,}")
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
-        raise SpecError(file, f"YAML syntax error: {problem}", line=line) from exc
+        raise SpecError(file, f"YAML syntax error: {problem}", line=line) from None
     except yaml.YAMLError as exc:
-        raise SpecError(file, f"YAML syntax error: {exc}") from exc
-    lines: dict[PathKey, int] = {}
-    data = None if node is None else _convert(node, (), lines, file)
-    return LoadedYaml(file=file, data=data, lines=lines)
+        raise SpecError(file, f"YAML syntax error: {exc}") from None
+    except RecursionError:
+        raise SpecError(file, f"values nest more than {MAX_DEPTH} levels deep",
+                        line=_too_deep_at(text)) from None
+    converter = _Converter(file)
+    data = None if node is None else converter.convert(node, ())
+    return LoadedYaml(file=file, data=data, lines=converter.lines)
 
 
 def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),

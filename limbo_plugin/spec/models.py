@@ -7,19 +7,29 @@ all of them forbid unknown fields so a typo in a spec is an error, not a silent 
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
 Idempotency = Literal[
     "read_only", "non_idempotent", "key_optional", "naturally_idempotent", "idempotent"
 ]
 Verification = Literal["strong", "eventual", "none"]
 
+MAX_SIM_SECONDS = 30 * 86_400
+"""The longest simulated duration a spec may declare (a delay, a lag, a window): 30 days. Longer
+is a typo (milliseconds for seconds, a stray exponent), and simulated time past it overflows
+nothing but makes every wait, read-back and report meaningless."""
+Seconds = Annotated[float, Field(gt=0, le=MAX_SIM_SECONDS, allow_inf_nan=False)]
+"""A positive simulated duration, at most :data:`MAX_SIM_SECONDS`."""
+
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Every spec model: unknown fields are errors, and numbers must be finite."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ReadBack(StrictModel):
@@ -60,7 +70,7 @@ class ToolContract(StrictModel):
     intent_fields: list[str] = Field(default_factory=list)
     key_param: str | None = None
     read_back: ReadBack | None = None
-    visibility_lag_s: int = Field(default=0, ge=0)
+    visibility_lag_s: int = Field(default=0, ge=0, le=MAX_SIM_SECONDS)
     compensation: Compensation | None = None
     irreversible: bool = False
     batch_field: str | None = None
@@ -128,6 +138,9 @@ class ContractVariant(StrictModel):
     key_sentence: str = ""
 
 
+WARNING_PLACEHOLDERS = frozenset({"record", "key"})
+
+
 class DocumentationVariant(StrictModel):
     """How agent-facing descriptions are rendered (SPEC §2.3)."""
 
@@ -138,6 +151,21 @@ class DocumentationVariant(StrictModel):
     keyed_warning: str | None = None
     """What replaces ``non_idempotent_warning`` on a write that accepts an idempotency key, so
     the warning never contradicts the key sentence before it (``{record}``, ``{key}``)."""
+
+    @field_validator("non_idempotent_warning", "keyed_warning")
+    @classmethod
+    def _known_placeholders(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+        except ValueError as exc:  # a lone brace
+            raise ValueError(f"{exc} (write {{{{ and }}}} for literal braces)") from None
+        unknown = sorted(names - WARNING_PLACEHOLDERS)
+        if unknown:
+            raise ValueError(f"unknown placeholder {{{unknown[0]}}}; valid: "
+                             + ", ".join(f"{{{n}}}" for n in sorted(WARNING_PLACEHOLDERS)))
+        return value
 
 
 class DocumentationSpec(StrictModel):
@@ -177,12 +205,12 @@ class FaultModeSpec(StrictModel):
     execute: Execute
     response: dict[str, Any] | None = None
     response_kind: Literal["error", "success", "drifted"] = "error"
-    cost_s: float = Field(default=1.0, ge=0)
+    cost_s: float = Field(default=1.0, ge=0, le=MAX_SIM_SECONDS)
     late_delay: Literal["fixed", "log_uniform"] | None = None
-    late_delay_s: float | None = None
-    late_delay_range_s: tuple[float, float] | None = None
-    redelivery_after_s: float | None = None
-    outage_window_s: float | None = None
+    late_delay_s: float | None = Field(default=None, gt=0, le=MAX_SIM_SECONDS)
+    late_delay_range_s: tuple[Seconds, Seconds] | None = None
+    redelivery_after_s: float | None = Field(default=None, ge=0, le=MAX_SIM_SECONDS)
+    outage_window_s: float | None = Field(default=None, gt=0, le=MAX_SIM_SECONDS)
     batch_only: bool = False
     drifted_api_version: str | None = None
     exactly_once_needs_key: bool = False
@@ -192,13 +220,21 @@ class FaultModeSpec(StrictModel):
     def _late_has_a_delay(self) -> FaultModeSpec:
         if self.execute == "late" and self.late_delay is None:
             raise ValueError("a late mode needs late_delay")
+        if self.late_delay == "fixed" and self.late_delay_s is None:
+            raise ValueError("late_delay 'fixed' needs late_delay_s")
+        if self.late_delay_range_s is not None:
+            low, high = self.late_delay_range_s
+            if not low < high:
+                raise ValueError(f"late_delay_range_s must be (low, high) with low < high, got "
+                                 f"({low}, {high})")
         return self
 
 
 class FaultFamilySpec(StrictModel):
     """A family of fault modes (SPEC §3): a pytest marker, a report row, and a class."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True,
+                              allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     fault_class: FaultClass | Literal["none"] = Field(alias="class")

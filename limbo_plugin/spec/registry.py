@@ -29,6 +29,7 @@ from limbo_plugin.spec.models import (
     PoolsSpec,
     ServiceSpec,
 )
+from limbo_plugin.spec.schemas import schema_problem
 from limbo_plugin.world.services import SERVICE_CLASSES
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class SpecRegistry:
     tool_files: dict[str, Path] = field(default_factory=dict)
     pools: dict[str, list[Any]] = field(default_factory=dict)
     _templates: dict[str, TaskTemplate] | None = None
+    _template_errors: dict[str, SpecError] = field(default_factory=dict)
     _catalogs: dict[tuple[str, str], ToolCatalog] = field(default_factory=dict)
 
     @classmethod
@@ -90,6 +92,11 @@ class SpecRegistry:
             if spec.service in self.services:
                 raise doc.error(("service",), f"service {spec.service!r} is declared twice")
             for i, tool in enumerate(spec.tools):
+                for name, schema in tool.parameters.items():
+                    problem = schema_problem(schema)
+                    if problem is not None:
+                        raise doc.error(("tools", i, "parameters", name, *problem.path),
+                                        problem.message)
                 if tool.name in seen:
                     other, line = seen[tool.name]
                     raise doc.error(("tools", i, "name"),
@@ -135,6 +142,9 @@ class SpecRegistry:
                     self.docs[variant.name] = variant
                 continue
             contract = validate(doc, ContractVariant)
+            problem = schema_problem(contract.key_schema)
+            if problem is not None:
+                raise doc.error(("key_schema", *problem.path), problem.message)
             if contract.name != file.stem:
                 raise doc.error(("name",), f"name {contract.name!r} must match the file name")
             self.contracts[contract.name] = contract
@@ -208,13 +218,26 @@ class SpecRegistry:
 
     @property
     def templates(self) -> dict[str, TaskTemplate]:
+        """The task templates that loaded; see :attr:`template_errors` for the others."""
+        return self._loaded_templates()[0]
+
+    @property
+    def template_errors(self) -> dict[str, SpecError]:
+        """Templates that did not load, by file name (stem): one broken template costs only
+        its own episodes, so the rest of a run goes on and reports this error once."""
+        return self._loaded_templates()[1]
+
+    def _loaded_templates(self) -> tuple[dict[str, TaskTemplate], dict[str, SpecError]]:
         if self._templates is None:
             from limbo_plugin.tasks import load_templates
 
-            self._templates = load_templates(self.root / "tasks", self)
-        return self._templates
+            self._templates, self._template_errors = load_templates(self.root / "tasks", self)
+        return self._templates, self._template_errors
 
     def template(self, name: str) -> TaskTemplate:
+        broken = self.template_errors.get(name)
+        if broken is not None:
+            raise broken
         return _pick("task template", name, self.templates)
 
 

@@ -43,4 +43,4 @@ def run_model(registry: SpecRegistry, key: EpisodeKey, server: OpenAIServer, *,
 
 def outcome(record: EpisodeRecord) -> dict[str, Any]:
     """What the grader concluded, without the fields that name the agent or its cost."""
-    return record.model_dump(exclude={"agent", "usage"})
+    return record.model_dump(exclude={"agent", "test_id", "usage"})

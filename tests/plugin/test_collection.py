@@ -79,7 +79,7 @@ def test_reportinfo_points_at_the_template(project: pytest.Pytester) -> None:
     path, line, domain = report.location
     assert path.replace("\\", "/").endswith("specs/tasks/incident_open.yaml")
     assert line == 0
-    assert domain == "episode incident_open-i0-ticket-timeout_post"
+    assert domain == "episode incident_open-i0-ticket-timeout_post-scripted-blind_retry"
 
 
 def test_records_file_has_every_field(project: pytest.Pytester) -> None:

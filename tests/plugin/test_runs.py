@@ -123,9 +123,17 @@ def test_a_broken_task_template_names_its_file_and_line(project: pytest.Pytester
                                              "tool: tickets_add_coment", 1))
     project.makepyfile(test_plain="def test_ok():\n    assert True\n")
     result = project.runpytest("specs/experiments/small.yaml", "test_plain.py")
-    result.assert_outcomes(errors=1, passed=1)
+    # Only the broken template's episodes are lost: invoice_batch's four still run.
+    result.assert_outcomes(errors=1, passed=3, failed=2)
     out = result.stdout.str()
-    assert "incident_open.yaml:" in out and "unknown tool 'tickets_add_coment'" in out
+    assert ("Limbo could not load a spec: specs/tasks/incident_open.yaml:24: at required[1] "
+            "unknown tool 'tickets_add_coment'") in out
+    assert "Traceback" not in out and "limbo_plugin/" not in out
+    collected = project.runpytest("specs/experiments/small.yaml", "--collect-only", "-q")
+    assert collected.ret != 0, "a broken spec fails --collect-only too"
+    assert "ERROR collecting" in collected.stdout.str()
+    assert "incident_open.yaml:24:" in collected.stdout.str()
+    assert "invoice_batch-i0-charge_1-redelivery" in collected.stdout.str()
 
 
 def test_a_broken_service_spec_does_not_kill_the_session(project: pytest.Pytester) -> None:

@@ -58,5 +58,5 @@ def test_duplicating_episodes_are_failed_not_broken_in_allure(project: pytest.Py
     failing = {name: s for name, s in statuses.items() if s[0] not in ("passed", "skipped")}
     assert failing, "the blind-retry run has failing episodes"
     assert {s for s, _ in failing.values()} == {"failed"}, failing
-    _, details = failing["incident_open-i0-ticket-timeout_post"]
+    _, details = failing["incident_open-i0-ticket-timeout_post-scripted-blind_retry"]
     assert "duplicated" in details.get("message", "")

@@ -37,8 +37,8 @@ def _same(key: EpisodeKey, policy: str, registry: SpecRegistry, **config: str
     remote = run_episode(key, RunConfig(agent=f"mcp:{policy}", **config), registry=registry)
     assert remote.error is None, remote.error
     assert remote.agent == f"mcp:{policy}"
-    mine = remote.model_dump(exclude={"agent"})
-    theirs = local.model_dump(exclude={"agent"})
+    mine = remote.model_dump(exclude={"agent", "test_id"})
+    theirs = local.model_dump(exclude={"agent", "test_id"})
     assert json.dumps(mine, sort_keys=True) == json.dumps(theirs, sort_keys=True), key.id
     return local, remote
 
