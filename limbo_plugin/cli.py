@@ -2,9 +2,10 @@
 
     limbo list templates|modes|conditions|policies|experiments|tools
     limbo run TEMPLATE INSTANCE FOCAL_WRITE MODE [--agent …] [--contract …] [--condition …]
-    limbo show EPISODE_ID [--records reports/episodes.jsonl]
+    limbo show TEST_ID [--records reports/episodes.jsonl] [--json]
     limbo summary [RECORDS] [--markdown]
-    limbo gate GATE [--records RECORDS] [--baseline PREVIOUS]
+    limbo runs [RECORDS]
+    limbo gate GATE [--records RECORDS] [--baseline previous|RECORDS]
     limbo report [RECORDS…] [--out reports/report]
     limbo allure [RESULTS] [--out reports/allure-report]
     limbo mcp --url URL [--token TOKEN] [--transport stdio|streamable-http]
@@ -21,10 +22,12 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
-from limbo_plugin.errors import LimboError
-from limbo_plugin.records import EpisodeKey, EpisodeRecord
+from pydantic import ValidationError
+
+from limbo_plugin.errors import LimboError, UsageError
+from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
 
 if TYPE_CHECKING:
@@ -34,6 +37,7 @@ DEFAULT_RECORDS = "reports/episodes.jsonl"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every error a user can cause is one line on stderr and exit 2."""
     if hasattr(signal, "SIGPIPE"):  # `limbo list tools | head` should not print a traceback
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser()
@@ -42,11 +46,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except LimboError as exc:
         print(f"limbo: {exc}", file=sys.stderr)
-        return 2
+    except ValidationError as exc:
+        from limbo_plugin.runconfig import first_problem
+
+        print(f"limbo: {first_problem(exc)}", file=sys.stderr)
+    except OSError as exc:  # a directory for a file, a permission, a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"limbo: {where}{exc.strerror or exc}", file=sys.stderr)
+    return 2
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("limbo-bench")
+    except PackageNotFoundError:  # run from a source tree without installing
+        return "unknown (not installed)"
+
+
+def _instance(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"instances are numbered from 0, got {value}")
+    return value
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit 2) pointing at ``--help``, not the
+    usage block followed by the error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="limbo", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="limbo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"limbo {_version()}")
     parser.add_argument("--specs", default=None, help="specs directory (default ./specs)")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -57,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one episode and print what happened")
     run.add_argument("template")
-    run.add_argument("instance", type=int)
+    run.add_argument("instance", type=_instance)
     run.add_argument("focal_write", help="a focal write id, or 'baseline' with mode none")
     run.add_argument("mode")
     for name, default in RunConfig().model_dump().items():
@@ -68,9 +107,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
 
     show = sub.add_parser("show", help="print the trace and ledger of a recorded episode")
-    show.add_argument("episode_id")
+    show.add_argument("episode_id", metavar="TEST_ID",
+                      help="the id pytest prints (specs/experiments/x.yaml::… or the part "
+                      "after ::), or an episode id when one configuration ran it")
     show.add_argument("--records", default=DEFAULT_RECORDS)
+    show.add_argument("--json", action="store_true", help="print the whole record as JSON")
     show.set_defaults(handler=cmd_show)
+
+    runs = sub.add_parser("runs", help="the runs of a records file: the current one and "
+                          "those kept in its history/")
+    runs.add_argument("records", nargs="?", default=DEFAULT_RECORDS)
+    runs.set_defaults(handler=cmd_runs)
 
     summary = sub.add_parser("summary", help="the family table of a record file")
     summary.add_argument("records", nargs="?", default=DEFAULT_RECORDS)
@@ -80,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     gate = sub.add_parser("gate", help="apply a gate to a record file (exit 1 if it fails)")
     gate.add_argument("gate")
     gate.add_argument("--records", default=DEFAULT_RECORDS)
-    gate.add_argument("--baseline", default=None)
+    gate.add_argument("--baseline", default=None,
+                      help="records of an earlier run, or 'previous' (the latest in the "
+                      "history of --records)")
     gate.set_defaults(handler=cmd_gate)
 
     report = sub.add_parser("report", help="the paper's tables, figures and an HTML report "
@@ -163,6 +212,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     registry = _registry(args)
     config = RunConfig.parse({name: getattr(args, name) for name in RunConfig.model_fields},
                              registry=registry)
+    task = registry.template(args.template).instantiate(args.instance)
+    registry.fault_mode(args.mode)
+    if args.mode == "none":
+        if args.focal_write != BASELINE_FOCAL:
+            raise UsageError(f"a fault-free episode (mode none) has focal write "
+                             f"{BASELINE_FOCAL!r}, got {args.focal_write!r}")
+    elif args.focal_write not in {f.id for f in task.focal_writes}:
+        raise UsageError(f"unknown focal write {args.focal_write!r} of {args.template} "
+                         f"instance {args.instance}; valid: "
+                         + ", ".join(f.id for f in task.focal_writes))
     key = EpisodeKey(template=args.template, instance=args.instance,
                      focal_write=args.focal_write, fault_mode=args.mode)
     options = AgentOptions(model_options=parse_model_options(args.model_option))
@@ -174,44 +233,86 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if record.passed else 1
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def _records_file(path: str) -> list[EpisodeRecord]:
+    """The records of ``path``; a missing or empty file is an error naming it."""
     from limbo_plugin.report.records import read_records
 
-    found = [r for r in read_records(args.records) if r.episode_id == args.episode_id]
+    records = read_records(path)
+    if not records:
+        state = "holds no records" if Path(path).exists() else "does not exist"
+        raise UsageError(f"{path} {state}; give a records file written by pytest "
+                         "(--limbo-records, default reports/episodes.jsonl)")
+    return records
+
+
+def find_records(records: Sequence[EpisodeRecord], wanted: str) -> list[EpisodeRecord]:
+    """The records ``wanted`` names: exactly what pytest prints (with or without the
+    ``file::`` part) matched against test ids, else an episode id; one per test id (the last,
+    as after a resume)."""
+    name = wanted.rpartition("::")[2]
+    found = [r for r in records if r.test_id == name] or \
+        [r for r in records if r.episode_id == name]
+    return list({r.test_id: r for r in found}.values())
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    records = _records_file(args.records)
+    found = find_records(records, args.episode_id)
     if not found:
-        print(f"limbo: no episode {args.episode_id!r} in {args.records}", file=sys.stderr)
-        return 2
-    for record in found:
+        import difflib
+
+        close = difflib.get_close_matches(args.episode_id.rpartition("::")[2],
+                                          sorted({r.test_id for r in records}), n=5)
+        hint = f"; did you mean: {', '.join(close)}" if close else ""
+        raise UsageError(f"no episode {args.episode_id!r} in {args.records}{hint}")
+    if len(found) > 1:
+        raise UsageError(f"{args.episode_id!r} matches {len(found)} episodes in {args.records} "
+                         "(several configurations); give one of: "
+                         + ", ".join(r.test_id for r in found))
+    record = found[0]
+    if args.json:
+        print(record.model_dump_json(indent=2))
+    else:
         print_record(record)
     return 0
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from limbo_plugin.report.aggregate import summarize
-    from limbo_plugin.report.records import read_records
     from limbo_plugin.report.summary import render_markdown, render_text
 
-    records = read_records(args.records)
-    if not records:
-        print(f"limbo: no records in {args.records}", file=sys.stderr)
-        return 2
+    records = _records_file(args.records)
     summary = summarize(records, family_order=_registry(args).family_order)
     print(render_markdown(summary) if args.markdown else "\n".join(render_text(summary)))
     return 0
 
 
+def cmd_runs(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.runs import list_runs, render
+
+    runs = list_runs(args.records)
+    if not runs:
+        raise UsageError(f"{args.records} does not exist and has no history/ beside it")
+    print("\n".join(render(runs)))
+    return 0
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from limbo_plugin.report.gate import load_gate, run_gate
-    from limbo_plugin.report.records import read_records
+    from limbo_plugin.report.records import previous_records
 
-    gate = load_gate(args.gate)
-    records = read_records(args.records)
-    if not records:
-        print(f"limbo: no records in {args.records}", file=sys.stderr)
-        return 2
-    baseline = read_records(Path(args.baseline)) if args.baseline else None
-    result = run_gate(gate, records, family_order=_registry(args).family_order,
-                      baseline=baseline)
+    registry = _registry(args)
+    gate = load_gate(args.gate, families=registry.family_order)
+    records = _records_file(args.records)
+    baseline = None
+    if args.baseline == "previous":
+        previous = previous_records(args.records, resume=True)
+        if previous is None:
+            raise UsageError(f"--baseline previous: {args.records} has no history/ beside it")
+        baseline = _records_file(str(previous))
+    elif args.baseline:
+        baseline = _records_file(args.baseline)
+    result = run_gate(gate, records, family_order=registry.family_order, baseline=baseline)
     print("\n".join(result.lines()))
     return 0 if result.passed else 1
 

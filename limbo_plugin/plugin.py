@@ -10,6 +10,7 @@ the gate.
 from __future__ import annotations
 
 import enum
+import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +20,12 @@ import pytest
 
 from limbo_plugin.errors import LimboError, SpecError, UsageError
 from limbo_plugin.records import RUN_FIELDS, EpisodeRecord
+from limbo_plugin.report.records import read_records, shown_path
 
 if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay cheap
     from limbo_plugin.agents.options import AgentOptions
     from limbo_plugin.experiments import Episode, EpisodeLabels, Experiment
-    from limbo_plugin.report.gate import GateResult
+    from limbo_plugin.report.gate import GateResult, GateSpec
     from limbo_plugin.report.records import CostMeter, RecordWriter
     from limbo_plugin.spec.registry import SpecRegistry
 
@@ -67,6 +69,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
                                "in seconds (default 1.0)"),
 }
 DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl"}
+PREVIOUS = "previous"
+"""``--limbo-baseline previous``: the records this run is about to replace."""
 """Built-in defaults of the plugin's own options; run-configuration and agent options default
 in :class:`RunConfig` and :class:`AgentOptions`."""
 AGENT_OPTION_FLAGS = {"model_options": "--model-option", "cassette": "--limbo-cassette",
@@ -128,13 +132,20 @@ class LimboState:
         self.experiment = option(config, "experiment") or "default"
         if self.registry is not None:
             find_experiment(self.experiment, self.registry)
+        self.root = root
         self.records_path = _resolve(root, option(config, "limbo_records") or "")
         gate = option(config, "limbo_gate")
-        baseline = option(config, "limbo_baseline")
         self.gate_path = _resolve(root, gate) if gate else None
-        self.baseline_path = _resolve(root, baseline) if baseline else None
+        self.gate: GateSpec | None = None
+        self.baseline_option = option(config, "limbo_baseline")
+        self.baseline_path: Path | None = None
         self.resume = bool(config.getoption("limbo_resume") or config.getini("limbo_resume"))
         self.is_worker = hasattr(config, "workerinput")
+        self.run_id = (str(config.workerinput.get("limbo_run_id") or "")  # type: ignore[attr-defined]
+                       if self.is_worker else "") or new_run_id()
+        self.notices: list[str] = []
+        """What the user must know before the run (records moved, a torn line repaired)."""
+        self.rotated_to: Path | None = None
         self.overrides = {name: option(config, name) for name in RUN_FIELDS}
         given = {name: value for name, value in self.overrides.items() if value is not None}
         self.defaults = RunConfig.parse(given, registry=self.registry)
@@ -161,6 +172,15 @@ class LimboState:
         self.started = time.monotonic()
         self.selected: set[tuple[str, str]] = set()
         self.baseline: list[EpisodeRecord] = []
+        self.stopped_early = False
+
+    def remember_done(self, records: list[EpisodeRecord]) -> None:
+        """On resume: the episodes already recorded without an error are not run again."""
+        for record in records:
+            if record.error is None:
+                key = (record.episode_id, record.fingerprint())
+                self.done.add(key)
+                self.previous[key] = record
 
     @property
     def family_order(self) -> tuple[str, ...]:
@@ -173,6 +193,14 @@ class LimboState:
         if self.registry is None:
             raise self.spec_error or SpecError(self.specs_dir, "the specs were not loaded")
         return self.registry
+
+
+def new_run_id() -> str:
+    """A sortable, readable id for one pytest session: its UTC start and a random suffix."""
+    import uuid
+    from datetime import UTC, datetime
+
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
 
 def parse_agent_options(values: dict[str, Any]) -> AgentOptions:
@@ -206,33 +234,163 @@ def _resolve(root: Path, path: str) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     try:
+        check_rootdir(config)
         state = LimboState(config)
-    except (UsageError, SpecError) as exc:
+        if not state.is_worker:
+            prepare_controller(config, state)
+        elif state.resume:
+            state.remember_done(read_records(state.records_path))
+    except (LimboError, OSError) as exc:
+        # One line naming the option and what would be valid, before any episode runs.
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
     if state.registry is not None:  # a broken spec tree collects as one error item instead
         for name, description in state.registry.fault_markers().items():
             config.addinivalue_line("markers", f"{name}: Limbo episodes: {description}")
-    from limbo_plugin.report.records import CostMeter, RecordWriter, read_records, rotate
-
-    if state.baseline_path is not None and not state.is_worker:
-        # Read before the record file is rotated: the baseline may be the file this run replaces.
-        state.baseline = read_records(state.baseline_path)
-    if state.resume:
-        for record in read_records(state.records_path):
-            if record.error is None:
-                key = (record.episode_id, record.fingerprint())
-                state.done.add(key)
-                state.previous[key] = record
-    elif not state.is_worker and not config.option.collectonly and collects_specs(
-            config, state.specs_dir):
-        rotate(state.records_path)
     config.pluginmanager.register(SpecErrorPolicy(), "limbo-spec-errors")
     if not state.is_worker:
+        from limbo_plugin.report.records import RecordWriter
+
         state.writer = RecordWriter(state.records_path)
         config.pluginmanager.register(LimboController(state), "limbo-controller")
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(RunIdToWorkers(state.run_id), "limbo-run-id")
     if state.cost_limit is not None:
+        from limbo_plugin.report.records import CostMeter
+
         state.cost_meter = CostMeter(state.records_path)
+
+
+def prepare_controller(config: pytest.Config, state: LimboState) -> None:
+    """Everything that can go wrong with the records, the baseline and the gate is found here,
+    before the first episode runs (with a real model, a wasted budget otherwise)."""
+    from limbo_plugin.report.records import (
+        check_records_path,
+        repair_torn_tail,
+        rotate,
+        scan_records,
+    )
+
+    check_records_path(state.records_path)
+    if state.gate_path is not None:
+        state.gate = load_gate_option(state)
+    if state.baseline_option is not None:
+        state.baseline_path, state.baseline = load_baseline(state)
+    if state.resume:
+        repaired = repair_torn_tail(state.records_path)
+        if repaired:
+            state.notices.append(repaired)
+        try:
+            state.remember_done(scan_records(state.records_path).records)
+        except LimboError as exc:
+            raise UsageError(f"--limbo-resume: {exc}; fix or remove that line") from None
+    elif not config.option.collectonly and collects_specs(config, state.specs_dir):
+        moved = rotate(state.records_path)
+        if moved is not None:
+            state.rotated_to = moved
+            state.notices.append(f"the previous records {shown_path(state.records_path)} were "
+                                 f"moved to {shown_path(moved)}")
+
+
+def load_gate_option(state: LimboState) -> GateSpec:
+    from limbo_plugin.report.gate import load_gate
+
+    assert state.gate_path is not None
+    path = state.gate_path
+    if not path.is_file():
+        gates = sorted(p.name for p in (state.specs_dir / "gates").glob("*.yaml"))
+        known = f"; gates in {shown_path(state.specs_dir / 'gates')}: {', '.join(gates)}" \
+            if gates else ""
+        what = "is a directory" if path.is_dir() else "no such file"
+        raise UsageError(f"--limbo-gate: {shown_path(path)}: {what}{known}")
+    families = state.registry.family_order if state.registry is not None else None
+    try:
+        return load_gate(path, families=families)
+    except SpecError as exc:
+        raise UsageError(f"--limbo-gate: {exc.render(state.root)}") from None
+
+
+def load_baseline(state: LimboState) -> tuple[Path, list[EpisodeRecord]]:
+    """The baseline's path and records, read before the records file is rotated: ``previous``
+    is the file this run is about to replace (on resume, the latest one in its history)."""
+    from limbo_plugin.report.records import previous_records, scan_records
+
+    value = state.baseline_option or ""
+    if value == PREVIOUS:
+        path = previous_records(state.records_path, resume=state.resume)
+        if path is None:
+            raise UsageError(f"--limbo-baseline previous: there is no previous run: "
+                             f"{shown_path(state.records_path)} does not exist yet and its "
+                             "history/ is empty; run once without a baseline first")
+    else:
+        path = _resolve(state.root, value)
+        if not path.is_file():
+            what = "is a directory" if path.is_dir() else "no such file"
+            raise UsageError(f"--limbo-baseline: {shown_path(path)}: {what}; give a records file "
+                             f"of an earlier run, or 'previous'")
+    try:
+        records = scan_records(path).records
+    except LimboError as exc:
+        raise UsageError(f"--limbo-baseline: {exc}") from None
+    if not records:
+        raise UsageError(f"--limbo-baseline: {shown_path(path)} holds no records")
+    return path, records
+
+
+PATH_OPTIONS = ("--limbo-records", "--limbo-gate", "--limbo-baseline", "--limbo-specs",
+                "--limbo-cassette")
+
+
+def check_rootdir(config: pytest.Config) -> None:
+    """pytest chooses its rootdir (and so its ini file and ``testpaths``) before plugin options
+    are known, so in ``--limbo-records /data/run.jsonl`` an existing path is taken for a test
+    path: the run would start from ``/data`` and collect whatever lies beside the project. Such
+    a run stops here with the spelling that works (``--limbo-records=/data/run.jsonl``)."""
+    args = [str(arg) for arg in config.invocation_params.args]
+    spaced = [(flag, value) for flag, value in itertools.pairwise(args)
+              if flag in PATH_OPTIONS and Path(value).exists()]
+    if not spaced:
+        return
+    intended = _rootdir_without_option_values(config)
+    if intended is None or intended == config.rootpath:
+        return
+    flag, value = spaced[0]
+    raise UsageError(f"{flag} {value}: pytest took {value} for a test path and chose "
+                     f"{config.rootpath} as its rootdir (it reads paths before Limbo's options "
+                     f"are known); write {flag}={value}")
+
+
+def _rootdir_without_option_values(config: pytest.Config) -> Path | None:
+    """The rootdir pytest would have chosen from the real test paths alone (its own
+    ``determine_setup``), or ``None`` if this pytest does not let us ask."""
+    try:
+        import inspect
+
+        from _pytest.config.findpaths import determine_setup
+
+        given: dict[str, Any] = {
+            "inifile": config.getoption("inifilename"),
+            "override_ini": config.getoption("override_ini"),
+            "args": [str(a) for a in config.getoption("file_or_dir") or []],
+            "rootdir_cmd_arg": config.getoption("rootdir") or None,
+            "invocation_dir": config.invocation_params.dir,
+        }
+        accepted = inspect.signature(determine_setup).parameters
+        rootpath = determine_setup(**{k: v for k, v in given.items() if k in accepted})[0]
+    except Exception:  # a private helper: if it changed shape, skip the check
+        return None
+    return Path(rootpath)
+
+
+class RunIdToWorkers:
+    """Hands the controller's run id to every xdist worker, so all records of one session
+    share it."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["limbo_run_id"] = self.run_id
 
 
 def collects_specs(config: pytest.Config, specs_dir: Path) -> bool:
@@ -399,6 +557,7 @@ class EpisodeItem(pytest.Item):
         options = state.agent_options.model_copy(update={"model_options": self.model_options})
         record = run_episode(self.episode.key, self.episode.config,
                              registry=state.specs, agent_options=options)
+        record.run_id = state.run_id
         self.record = record
         self.user_properties.append((RECORD_PROPERTY, record.model_dump_json()))
         if record.error is not None:
@@ -463,28 +622,37 @@ class LimboController:
                 reason = SkipReason(str(value))
                 self.state.skips[reason] = self.state.skips.get(reason, 0) + 1
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            for notice in self.state.notices:
+                reporter.write_line(f"limbo: {notice}", yellow=True)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.state.gate_path is not None:
-            apply_gate(session, self.state, self.state.gate_path, exitstatus)
+        self.state.stopped_early = (exitstatus == pytest.ExitCode.INTERRUPTED
+                                    or bool(session.shouldstop or session.shouldfail))
+        if self.state.gate is not None:
+            apply_gate(session, self.state, self.state.gate, exitstatus)
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
-                                config: pytest.Config) -> None:
-        print_summary(terminalreporter, self.state)
+                                config: pytest.Config) -> Iterator[None]:
+        # After pytest's own sections (failures, the short summary), so the family table is
+        # the last thing before the final counts, not buried between failure blocks.
+        try:
+            return (yield)
+        finally:
+            print_summary(terminalreporter, self.state)
 
 
-def apply_gate(session: pytest.Session, state: LimboState, gate_path: Path,
+def apply_gate(session: pytest.Session, state: LimboState, gate: GateSpec,
                exitstatus: int) -> None:
-    from limbo_plugin.report.gate import load_gate, run_gate, unreadable_gate
+    from limbo_plugin.report.gate import run_gate
 
-    try:
-        gate = load_gate(gate_path)
-    except SpecError as exc:
-        result = unreadable_gate(gate_path, exc)
-    else:
-        baseline = state.baseline if state.baseline_path is not None else None
-        result = run_gate(gate, all_records(state), family_order=state.family_order,
-                          baseline=baseline)
+    baseline = state.baseline if state.baseline_path is not None else None
+    result = run_gate(gate, all_records(state), family_order=state.family_order,
+                      baseline=baseline)
     state.gate_result = result
     # With a gate, its verdict decides CI: episode failures alone no longer fail the run, but
     # collection errors, infrastructure errors and interruptions still do.
@@ -502,25 +670,33 @@ def _errors(session: pytest.Session) -> bool:
 
 def print_summary(terminalreporter: Any, state: LimboState) -> None:
     records = all_records(state)
-    if not records:
+    if not records and state.gate_result is None:
         return
     from limbo_plugin.report.aggregate import summarize
     from limbo_plugin.report.summary import render_text, write_summary
 
-    summary = summarize(records, family_order=state.family_order)
-    terminalreporter.section("Limbo summary")
-    for line in render_text(summary):
-        terminalreporter.write_line(line)
-    json_path, md_path = write_summary(summary, state.records_path.parent)
-    terminalreporter.write_line(f"Records: {state.records_path} ({len(state.records)} new "
-                                f"this run). Summary: {json_path}, {md_path}")
+    write = terminalreporter.write_line
+    if records:
+        summary = summarize(records, family_order=state.family_order)
+        terminalreporter.section("Limbo summary")
+        if state.stopped_early:
+            write(f"PARTIAL: the run stopped early; the table covers the {len(records)} "
+                  "episode(s) recorded so far. Re-run with --limbo-resume to finish it.",
+                  yellow=True, bold=True)
+        for line in render_text(summary):
+            write(line)
+        json_path, md_path = write_summary(summary, state.records_path)
+        write(f"Records: {shown_path(state.records_path)} ({len(state.records)} new this run, "
+              f"run id {state.run_id}). Summary: {shown_path(json_path)}, {shown_path(md_path)}")
+    if state.rotated_to is not None:
+        write(f"The previous records are kept in {shown_path(state.rotated_to)} "
+              f"(`limbo runs {shown_path(state.records_path)}` lists every run).")
     skipped_for_cost = state.skips.get(SkipReason.COST_LIMIT, 0)
     if skipped_for_cost:
-        terminalreporter.write_line(f"Cost limit of ${state.cost_limit} reached: "
-                                    f"{skipped_for_cost} episode(s) were not started.",
-                                    yellow=True)
+        write(f"Cost limit of ${state.cost_limit} reached: {skipped_for_cost} episode(s) were "
+              "not started.", yellow=True)
     if state.gate_result is not None:
         terminalreporter.section("Limbo gate")
         for i, line in enumerate(state.gate_result.lines()):
             color = {"green": True} if state.gate_result.passed else {"red": True}
-            terminalreporter.write_line(line, **(color if i == 0 else {}))
+            write(line, **(color if i == 0 else {}))

@@ -27,12 +27,21 @@ from limbo_plugin.stats import holm, mcnemar_exact
 Metric = Literal["duplicate_rate", "eos_rate", "ts_rate", "overclaim_rate"]
 
 
+MAX_EPISODES = 10_000_000
+
+
 class Threshold(StrictModel):
     metric: Metric
     family: str = ALL_FAULTED
     max: float | None = Field(default=None, ge=0, le=1)
     min: float | None = Field(default=None, ge=0, le=1)
     judge: Literal["point", "bound"] = "point"
+    optional: bool = False
+    """A check with too few episodes to judge fails, unless it is optional (then it is only
+    reported as not judged): a gate must never pass on nothing."""
+    min_episodes: int | None = Field(default=None, ge=1, le=MAX_EPISODES)
+    """How many episodes the rate must rest on (fired ones; every one for ``none``); default:
+    the gate's ``min_episodes``."""
 
     @model_validator(mode="after")
     def _one_bound(self) -> Threshold:
@@ -58,6 +67,8 @@ class GateSpec(StrictModel):
     description: str = ""
     thresholds: list[Threshold] = Field(default_factory=list)
     baseline: BaselineSpec = Field(default_factory=BaselineSpec)
+    min_episodes: int = Field(default=1, ge=1, le=MAX_EPISODES)
+    """The default of every threshold's ``min_episodes``."""
 
 
 @dataclass
@@ -65,6 +76,8 @@ class Check:
     name: str
     passed: bool
     detail: str
+    judged: bool = True
+    """Whether the check rested on enough episodes to be judged at all."""
 
 
 @dataclass
@@ -79,14 +92,29 @@ class GateResult:
     def lines(self) -> list[str]:
         verdict = "PASSED" if self.passed else "FAILED"
         failed = [c for c in self.checks if not c.passed]
+        unjudged = sum(1 for c in self.checks if not c.judged)
+        judged = (f"; {len(self.checks) - unjudged} judged, {unjudged} without enough episodes"
+                  if unjudged else "")
         out = [f"Limbo gate {self.gate!r}: {verdict} "
-               f"({len(self.checks) - len(failed)} of {len(self.checks)} checks passed)"]
+               f"({len(self.checks) - len(failed)} of {len(self.checks)} checks passed{judged})"]
         out += [f"  {'ok  ' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in self.checks]
         return out
 
 
-def load_gate(path: str | Path) -> GateSpec:
-    return validate(load_yaml(path), GateSpec)
+def load_gate(path: str | Path, *, families: Sequence[str] | None = None) -> GateSpec:
+    """Load and validate a gate spec; with ``families`` (the fault spec's), a threshold on a
+    family that does not exist (``lat_commit``) is an error rather than a check that never
+    applies."""
+    doc = load_yaml(path)
+    gate = validate(doc, GateSpec)
+    if families is not None:
+        known = [*families, ALL_FAULTED]
+        for i, threshold in enumerate(gate.thresholds):
+            if threshold.family not in known:
+                raise doc.error(("thresholds", i, "family"),
+                                f"unknown family {threshold.family!r}; valid: "
+                                + ", ".join(known))
+    return gate
 
 
 def run_gate(gate: GateSpec, records: Sequence[EpisodeRecord], *, family_order: Sequence[str],
@@ -95,7 +123,7 @@ def run_gate(gate: GateSpec, records: Sequence[EpisodeRecord], *, family_order: 
     ``baseline`` run, the paired comparison with it. No records at all is a failed check."""
     result = GateResult(gate=gate.name)
     if not records:
-        result.checks.append(Check("episodes", False, "no episode was recorded"))
+        result.checks.append(Check("episodes", False, "no episode was recorded", judged=False))
         return result
     summary = summarize(records, family_order=family_order)
     result.checks += evaluate_thresholds(gate, summary)
@@ -113,18 +141,27 @@ def evaluate_thresholds(gate: GateSpec, summary: Summary) -> list[Check]:
     checks = []
     for label, rows in summary.groups.items():
         by_family = {row.family: row for row in rows}
+        faulted = [row for row in rows if row.family not in ("none", ALL_FAULTED)]
+        if ALL_FAULTED not in by_family and len(faulted) == 1:
+            by_family[ALL_FAULTED] = faulted[0]  # the summary omits a one-family total row
         prefix = f"{label}: " if len(summary.groups) > 1 else ""
         for threshold in gate.thresholds:
+            name = prefix + threshold.describe()
             row = by_family.get(threshold.family)
-            if row is None:
-                checks.append(Check(prefix + threshold.describe(), True,
-                                    "no episodes of this family in the run; not applicable"))
+            rate = row.metric(threshold.metric) if row is not None else None
+            needed = threshold.min_episodes or gate.min_episodes
+            have = rate.n if rate is not None and rate.rate is not None else 0
+            if have < needed:
+                what = "episodes" if threshold.family == "none" else "fired episodes"
+                detail = (f"not judged: {have} {what} of {threshold.family} in this run, "
+                          f"the gate needs {needed}")
+                if threshold.optional:
+                    checks.append(Check(name, True, detail + " (optional)", judged=False))
+                else:
+                    checks.append(Check(name, False, detail + "; run them, or mark the "
+                                        "threshold optional", judged=False))
                 continue
-            rate = row.metric(threshold.metric)
-            if rate.rate is None:
-                checks.append(Check(prefix + threshold.describe(), True,
-                                    "no fired episodes; not applicable"))
-                continue
+            assert rate is not None and rate.rate is not None
             if threshold.max is not None:
                 value = rate.high if threshold.judge == "bound" else rate.rate
                 passed = value <= threshold.max
@@ -133,7 +170,7 @@ def evaluate_thresholds(gate: GateSpec, summary: Summary) -> list[Check]:
                 passed = value >= (threshold.min or 0.0)
             detail = (f"{100 * rate.rate:.1f}% ({rate.k}/{rate.n}; 95% interval "
                       f"{100 * rate.low:.1f}–{100 * rate.high:.1f}%)")
-            checks.append(Check(prefix + threshold.describe(), passed, detail))
+            checks.append(Check(name, passed, detail))
     return checks
 
 
@@ -164,7 +201,7 @@ def compare_with_baseline(spec: BaselineSpec, current: Iterable[EpisodeRecord],
     if not pairs:
         return [Check("baseline comparison", False,
                       "no episode of this run is in the baseline (same worlds and "
-                      "configuration): nothing to compare")]
+                      "configuration): nothing to compare", judged=False)]
     groups = sorted(pairs)
     raw = []
     counts = []

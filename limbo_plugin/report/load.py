@@ -27,15 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from limbo_plugin.errors import LimboError
 from limbo_plugin.records import RECORD_SCHEMA_VERSION, run_fingerprint
+from limbo_plugin.report.records import RecordFileError
 
 if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
-
-
-class RecordFileError(LimboError):
-    """A record file is missing or holds something that is not an episode record."""
 
 
 class _SlimTraceEntry(BaseModel):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from limbo_plugin.report.aggregate import FamilyRow, Rate, Summary
+from limbo_plugin.report.records import summary_paths
 
 HEADER = ("family", "episodes", "fired", "duplicate rate", "EOS", "TS", "overclaim")
 
@@ -61,10 +62,10 @@ def render_markdown(summary: Summary) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_summary(summary: Summary, directory: str | Path) -> tuple[Path, Path]:
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = directory / "summary.json", directory / "summary.md"
+def write_summary(summary: Summary, records: str | Path) -> tuple[Path, Path]:
+    """Write the summary beside the records file ``records``, named after it."""
+    json_path, md_path = summary_paths(records)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n",
                          encoding="utf-8")
     md_path.write_text(render_markdown(summary), encoding="utf-8")

@@ -101,11 +101,12 @@ def test_summary_table_and_files(project: pytest.Pytester) -> None:
     text = result.stdout.str()
     assert "Limbo summary" in text
     assert "late_commit" in text and "duplicate rate" in text
-    summary = json.loads((project.path / "reports" / "summary.json").read_text())
+    summary = json.loads((project.path / "reports" / "episodes.summary.json").read_text())
     rows = next(iter(summary["groups"].values()))
     late = next(r for r in rows if r["family"] == "late_commit")
     assert late["duplicate_rate"]["k"] == 2 and late["duplicate_rate"]["n"] == 2
-    assert (project.path / "reports" / "summary.md").read_text().startswith("# Limbo summary")
+    assert (project.path / "reports" / "episodes.summary.md").read_text().startswith(
+        "# Limbo summary")
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -144,6 +145,6 @@ def test_project_suite_is_not_collected_and_reports_are_untouched(project: pytes
     result = project.runpytest("test_plain.py")
     result.assert_outcomes(passed=1)
     assert (reports / "episodes.jsonl").read_text() == "{}\n"
-    assert not (reports / "episodes.previous.jsonl").exists()
+    assert not (reports / "history").exists()
     project.runpytest("--experiment", "small", "--collect-only")
     assert (reports / "episodes.jsonl").read_text() == "{}\n", "collecting runs nothing"

@@ -272,7 +272,7 @@ def test_each_recipe_is_enough_to_run_what_it_adds(toy: pytest.Pytester) -> None
                  and r["condition"] == "paging_note" and r["agent"] == "scripted:verify_first")
     assert any(e["response"].get("toy_note") == "noted" for e in noted["trace"])
     assert {r["final_status"] for r in out if r["agent"] == "lazy:tired"} == {"failed"}
-    summary = json.loads((toy.path / "reports" / "summary.json").read_text())
+    summary = json.loads((toy.path / "reports" / "episodes.summary.json").read_text())
     group = next(rows for label, rows in summary["groups"].items()
                  if "scripted:verify_first" in label and "condition=vanilla" in label)
     assert [row["family"] for row in group] == ["lost_ack", "double_commit", "none",
