@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from pydantic import ValidationError
 
+from limbo_plugin.agents.deadline import DEFAULT_EPISODE_TIMEOUT_S
 from limbo_plugin.errors import LimboError, UsageError
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
@@ -104,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                      help="passed to the agent's model (api_base=…, temperature=0); repeatable")
     run.add_argument("--json", action="store_true", help="print the whole record as JSON")
+    run.add_argument("--episode-timeout", type=float, default=DEFAULT_EPISODE_TIMEOUT_S,
+                     metavar="SECONDS", help="wall-clock limit of the episode (default "
+                     f"{DEFAULT_EPISODE_TIMEOUT_S:g}; 0: none)")
     run.set_defaults(handler=cmd_run)
 
     show = sub.add_parser("show", help="print the trace and ledger of a recorded episode")
@@ -225,7 +229,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     key = EpisodeKey(template=args.template, instance=args.instance,
                      focal_write=args.focal_write, fault_mode=args.mode)
     options = AgentOptions(model_options=parse_model_options(args.model_option))
-    record = run_episode(key, config, registry=registry, agent_options=options)
+    record = run_episode(key, config, registry=registry, agent_options=options,
+                         time_limit_s=args.episode_timeout or None)
     if args.json:
         print(record.model_dump_json(indent=2))
     else:

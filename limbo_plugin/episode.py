@@ -18,6 +18,7 @@ from limbo_plugin.agents import (
     make_agent,
 )
 from limbo_plugin.agents.base import HarnessTracer, TraceLog
+from limbo_plugin.agents.deadline import EpisodeTimeout, wall_clock_limit
 from limbo_plugin.conditions import HarnessEnv, find_condition
 from limbo_plugin.errors import UsageError
 from limbo_plugin.faults import FaultPlan, FaultTransport, expected_failure
@@ -31,11 +32,13 @@ from limbo_plugin.world.world import World
 
 
 def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: SpecRegistry,
-                agent: Agent | None = None, agent_options: AgentOptions | None = None
-                ) -> EpisodeRecord:
+                agent: Agent | None = None, agent_options: AgentOptions | None = None,
+                time_limit_s: float | None = None) -> EpisodeRecord:
     """Run the episode ``key`` under ``config`` on the specs of ``registry``; return its record.
 
     ``config`` is a validated :class:`RunConfig`; its names are looked up, not checked again.
+    ``time_limit_s`` bounds the agent's wall-clock time (:func:`wall_clock_limit`); running
+    over it is an infrastructure error, like a provider that stays down.
     """
     config = config or RunConfig()
     task = registry.template(key.template).instantiate(key.instance)
@@ -67,10 +70,13 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
     agent = agent or make_agent(config.agent, agent_options)
     error: str | None = None
     try:
-        agent.run(session)
+        with wall_clock_limit(time_limit_s):
+            agent.run(session)
     except EpisodeOver:
         pass
     except InfrastructureError as exc:
+        error = f"infrastructure error: {exc}"
+    except EpisodeTimeout as exc:
         error = f"infrastructure error: {exc}"
     sim_seconds = world.clock.now
     world.finish_in_flight()

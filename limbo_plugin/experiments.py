@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
+from limbo_plugin.agents.options import check_model_options
 from limbo_plugin.errors import SpecError, UsageError
 from limbo_plugin.faults import expected_failure
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, make_test_id
@@ -60,6 +61,15 @@ class ExperimentSpec(StrictModel):
     operators: Operators = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
     agents: Agents = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
     model_options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("model_options")
+    @classmethod
+    def _allowed_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            check_model_options(value, "model_options:")
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("instances")
     @classmethod

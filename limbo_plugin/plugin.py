@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import enum
 import itertools
+import math
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
                                "provider errors (default 8)"),
     "limbo_provider_backoff": ("--limbo-provider-backoff", "base of the exponential backoff "
                                "in seconds (default 1.0)"),
+    "limbo_episode_timeout": ("--limbo-episode-timeout", "wall-clock limit of one episode in "
+                              "seconds, any agent (default 1800; 0: none); exceeding it is an "
+                              "infrastructure error"),
 }
 DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl"}
 PREVIOUS = "previous"
@@ -154,6 +158,7 @@ class LimboState:
         self.model_options = parse_model_options(config.getoption("limbo_model_options") or [])
         cost = option(config, "limbo_cost_limit")
         self.cost_limit = _positive_float("--limbo-cost-limit", cost) if cost else None
+        self.episode_timeout = _time_limit(option(config, "limbo_episode_timeout"))
         self.agent_options = parse_agent_options({
             "model_options": self.model_options,
             "cassette": option(config, "limbo_cassette"),
@@ -222,9 +227,20 @@ def _positive_float(name: str, raw: str) -> float:
         value = float(raw)
     except ValueError:
         raise UsageError(f"{name} expects a number, got {raw!r}") from None
-    if value <= 0:
-        raise UsageError(f"{name} must be positive, got {raw!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"{name} must be a positive number, got {raw!r}")
     return value
+
+
+def _time_limit(raw: str | None) -> float | None:
+    """``--limbo-episode-timeout``: seconds (default 1800), or 0 for no limit."""
+    from limbo_plugin.agents.deadline import DEFAULT_EPISODE_TIMEOUT_S
+
+    if raw is None:
+        return DEFAULT_EPISODE_TIMEOUT_S
+    if raw.strip() in ("0", "0.0"):
+        return None
+    return _positive_float("--limbo-episode-timeout", raw)
 
 
 def _resolve(root: Path, path: str) -> Path:
@@ -346,40 +362,32 @@ def check_rootdir(config: pytest.Config) -> None:
     are known, so in ``--limbo-records /data/run.jsonl`` an existing path is taken for a test
     path: the run would start from ``/data`` and collect whatever lies beside the project. Such
     a run stops here with the spelling that works (``--limbo-records=/data/run.jsonl``)."""
+    if config.getoption("rootdir", None) or config.getoption("inifilename", None):
+        return  # the user chose the rootdir or the ini file; nothing was guessed
+    invocation = Path(config.invocation_params.dir)
     args = [str(arg) for arg in config.invocation_params.args]
-    spaced = [(flag, value) for flag, value in itertools.pairwise(args)
-              if flag in PATH_OPTIONS and Path(value).exists()]
-    if not spaced:
-        return
-    intended = _rootdir_without_option_values(config)
-    if intended is None or intended == config.rootpath:
-        return
-    flag, value = spaced[0]
-    raise UsageError(f"{flag} {value}: pytest took {value} for a test path and chose "
-                     f"{config.rootpath} as its rootdir (it reads paths before Limbo's options "
-                     f"are known); write {flag}={value}")
+    for flag, value in itertools.pairwise(args):
+        path = invocation / value
+        if flag not in PATH_OPTIONS or not path.exists():
+            continue
+        if _config_dir(path if path.is_dir() else path.parent) != _config_dir(invocation):
+            raise UsageError(f"{flag} {value}: pytest took {value} for a test path and chose "
+                             f"{config.rootpath} as its rootdir (it reads paths before Limbo's "
+                             f"options are known); write {flag}={value}")
 
 
-def _rootdir_without_option_values(config: pytest.Config) -> Path | None:
-    """The rootdir pytest would have chosen from the real test paths alone (its own
-    ``determine_setup``), or ``None`` if this pytest does not let us ask."""
-    try:
-        import inspect
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "setup.py")
 
-        from _pytest.config.findpaths import determine_setup
 
-        given: dict[str, Any] = {
-            "inifile": config.getoption("inifilename"),
-            "override_ini": config.getoption("override_ini"),
-            "args": [str(a) for a in config.getoption("file_or_dir") or []],
-            "rootdir_cmd_arg": config.getoption("rootdir") or None,
-            "invocation_dir": config.invocation_params.dir,
-        }
-        accepted = inspect.signature(determine_setup).parameters
-        rootpath = determine_setup(**{k: v for k, v in given.items() if k in accepted})[0]
-    except Exception:  # a private helper: if it changed shape, skip the check
-        return None
-    return Path(rootpath)
+def _config_dir(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding a file pytest may take for its
+    configuration: where a rootdir search from ``start`` ends. A path option's value and the
+    working directory that end in different places would give different rootdirs."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if any((directory / name).is_file() for name in CONFIG_FILES):
+            return directory
+    return None
 
 
 class RunIdToWorkers:
@@ -517,6 +525,19 @@ class SpecErrorPolicy:
             session.config.option.continue_on_collection_errors = True
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """An episode's failure or infrastructure error is its message, in every phase: pytest
+    would show the plugin's own source lines for an error raised in setup."""
+    report = yield
+    excinfo = call.excinfo
+    if isinstance(item, EpisodeItem) and excinfo is not None and isinstance(
+            excinfo.value, EpisodeFailure | InfrastructureFailure | LimboError):
+        report.longrepr = str(excinfo.value)
+    return report
+
+
 class EpisodeFailure(AssertionError):
     """The episode was not exactly-once, or the agent overclaimed.
 
@@ -556,7 +577,8 @@ class EpisodeItem(pytest.Item):
                       f"cost limit of ${state.cost_limit} reached; not starting new episodes")
         options = state.agent_options.model_copy(update={"model_options": self.model_options})
         record = run_episode(self.episode.key, self.episode.config,
-                             registry=state.specs, agent_options=options)
+                             registry=state.specs, agent_options=options,
+                             time_limit_s=state.episode_timeout)
         record.run_id = state.run_id
         self.record = record
         self.user_properties.append((RECORD_PROPERTY, record.model_dump_json()))

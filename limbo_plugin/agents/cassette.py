@@ -3,9 +3,10 @@
 A cassette is a directory. Each entry is one model response, stored as
 ``<cassette>/<key[:2]>/<key>.json`` where ``key`` is the SHA-256 of the canonical JSON of
 everything that determines the answer: the model string, the full message list, the tools and
-the output-affecting ``model_options`` (transport options such as ``api_base``, ``api_key``,
-``timeout`` or ``extra_headers`` are left out, so a cassette recorded through one gateway
-replays through another and never contains a secret).
+the output-affecting ``model_options`` — an allow-list (:data:`OUTPUT_OPTIONS`: temperature,
+seed, reasoning effort, …); everything else (``api_base``, ``api_key``, ``timeout``,
+``extra_headers``, a provider's own credential option) is left out, so a cassette recorded
+through one gateway replays through another and never contains a secret.
 
 Why one file per entry: pytest-xdist workers record concurrently, and a file per entry needs no
 shared append position. An entry is written to a temporary file in the same directory and
@@ -45,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.agents.base import InfrastructureError
-from limbo_plugin.agents.provider import TRANSPORT_OPTIONS, ChatProvider, ModelTurn
+from limbo_plugin.agents.provider import OUTPUT_OPTIONS, ChatProvider, ModelTurn
 
 if TYPE_CHECKING:
     from limbo_plugin.agents.options import CassetteMode
@@ -60,14 +61,19 @@ _PROCESS_RUN_ID = uuid.uuid4().hex
 _THREAD_LOCK = threading.Lock()
 
 
+class CassetteMiss(InfrastructureError):
+    """Replay found no entry for a request: only recording it can help, not a re-run."""
+
+
 def current_run_id() -> str:
     """Shared by all workers of one pytest-xdist run; else unique to this process."""
     return os.environ.get("PYTEST_XDIST_TESTRUNUID") or _PROCESS_RUN_ID
 
 
 def output_options(model_options: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``model_options`` that can change the model's answer (part of the cassette key)."""
-    return {k: v for k, v in sorted(model_options.items()) if k not in TRANSPORT_OPTIONS}
+    """The ``model_options`` that can change the model's answer (part of the cassette key, and
+    all of them a cassette stores): an allow-list, so no credential is ever written."""
+    return {k: v for k, v in sorted(model_options.items()) if k in OUTPUT_OPTIONS}
 
 
 def request_key(model: str, messages: Sequence[Mapping[str, Any]],
@@ -106,9 +112,12 @@ class Cassette:
         entry = self.load(key)
         if entry is None:
             if self.mode == "replay":
-                raise InfrastructureError(
-                    f"cassette {self.path} has no entry for request {key} (replay mode: the "
-                    "conversation differs from the recorded one, or it was never recorded)")
+                raise CassetteMiss(
+                    f"cassette {self.path} has no recorded answer for this model call "
+                    f"({key[:12]}…): it was never recorded, or the conversation differs from "
+                    "the recorded one (another model, prompt, option or Limbo version). Record "
+                    "it by running the same selection with --limbo-cassette-mode auto and the "
+                    "model reachable; --limbo-resume alone cannot replay it")
             return None
         if self.mode == "record" and entry.get("run_id") != self.run_id:
             return None  # left by an earlier run: re-record

@@ -8,6 +8,7 @@ none of them (the scripted policies) ignore them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,14 +30,47 @@ class AgentOptions(BaseModel):
     model_options: dict[str, Any] = Field(default_factory=dict)
     cassette: str | None = None
     cassette_mode: CassetteMode = "auto"
-    provider_retries: int = Field(default=DEFAULT_RETRIES, ge=1)
-    provider_backoff_s: float = Field(default=DEFAULT_BACKOFF_S, ge=0)
+    provider_retries: int = Field(default=DEFAULT_RETRIES, ge=1, le=100)
+    provider_backoff_s: float = Field(default=DEFAULT_BACKOFF_S, ge=0, le=600)
     reports_dir: str | None = None
+
+
+REFUSED_OPTIONS: dict[str, str] = {
+    "mock_response": "it fakes the model's answer, which would be graded as the model's",
+    "mock_tool_calls": "it fakes the model's answer, which would be graded as the model's",
+    "num_retries": "litellm would retry behind Limbo's own retries (use "
+                   "--limbo-provider-retries)",
+    "max_retries": "the SDK would retry behind Limbo's own retries (use "
+                   "--limbo-provider-retries)",
+    "input_cost_per_token": "it rewrites the cost that records and --limbo-cost-limit count",
+    "output_cost_per_token": "it rewrites the cost that records and --limbo-cost-limit count",
+    "input_cost_per_second": "it rewrites the cost that records and --limbo-cost-limit count",
+    "output_cost_per_second": "it rewrites the cost that records and --limbo-cost-limit count",
+    "stream": "the scaffold reads whole answers, not streams",
+    "stream_options": "the scaffold reads whole answers, not streams",
+    "n": "several answers per call would be paid for and only one used",
+    "fallbacks": "another model than the one under test could answer",
+    "context_window_fallbacks": "another model than the one under test could answer",
+    "caching": "litellm's cache could answer instead of the model (cassettes replay runs)",
+    "cache": "litellm's cache could answer instead of the model (cassettes replay runs)",
+    "messages": "Limbo sends the conversation",
+    "tools": "Limbo sends the episode's tools",
+}
+"""``--model-option`` names that would change what Limbo measures or counts, and why."""
+
+
+def check_model_options(options: Mapping[str, Any], source: str = "--model-option") -> None:
+    """Refuse options that change what is measured or counted, naming each one and why."""
+    refused = [name for name in options if name in REFUSED_OPTIONS]
+    if refused:
+        reasons = "; ".join(f"{name}: {REFUSED_OPTIONS[name]}" for name in refused)
+        raise UsageError(f"{source} {', '.join(refused)} not allowed: {reasons}")
 
 
 def parse_model_options(values: list[str]) -> dict[str, Any]:
     """``--model-option KEY=VALUE`` flags as a dict; a value that parses as JSON is taken as
-    JSON (``temperature=0`` is a number), any other as text."""
+    JSON (``temperature=0`` is a number), any other as text. Options that would change what
+    is measured or counted are refused (:data:`REFUSED_OPTIONS`)."""
     parsed: dict[str, Any] = {}
     for item in values:
         key, sep, raw = item.partition("=")
@@ -46,4 +80,5 @@ def parse_model_options(values: list[str]) -> dict[str, Any]:
             parsed[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
             parsed[key.strip()] = raw
+    check_model_options(parsed)
     return parsed

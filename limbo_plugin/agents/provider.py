@@ -27,19 +27,26 @@ from limbo_plugin.agents.base import InfrastructureError
 
 DEFAULT_RETRIES = 8
 DEFAULT_BACKOFF_S = 1.0
+DEFAULT_CALL_TIMEOUT_S = 300.0
+"""How long one model call may take (litellm's ``timeout``) unless ``--model-option timeout=``
+says otherwise: litellm's own default is 6,000 s, so a hung provider would hang the run for
+hours. A call that times out is a transient provider error (retried, then an infrastructure
+error)."""
 MAX_WAIT_S = 120.0
 """No single wait exceeds this, whatever the backoff or a ``Retry-After`` header says."""
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 REASONING_FIELDS = ("reasoning_content", "thinking_blocks", "reasoning_items")
 """Assistant-message fields litellm uses for reasoning; kept so they are sent back next turn."""
-TRANSPORT_OPTIONS = frozenset({
-    "api_base", "base_url", "api_key", "api_version", "organization", "extra_headers",
-    "headers", "timeout", "stream_timeout", "max_retries", "num_retries", "metadata",
-    "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "aws_region_name",
-    "vertex_credentials", "vertex_project", "vertex_location",
+OUTPUT_OPTIONS = frozenset({
+    "temperature", "top_p", "top_k", "min_p", "seed", "max_tokens", "max_completion_tokens",
+    "stop", "presence_penalty", "frequency_penalty", "repetition_penalty", "logit_bias",
+    "logprobs", "top_logprobs", "reasoning_effort", "reasoning", "thinking", "verbosity",
+    "response_format", "tool_choice", "parallel_tool_calls", "wire", "modalities", "truncation",
+    "service_tier", "prediction",
 })
-"""``model_options`` that choose where and how a request is sent but not what the model answers;
-they are left out of cassette keys (and never written to a cassette: some are secrets)."""
+"""``model_options`` that can change what the model answers: the only ones a cassette stores and
+keys its entries on. An allow-list rather than a deny-list of transport options, so an option
+Limbo does not know (a provider's own credential parameter) is never written to disk."""
 
 
 @dataclass
@@ -108,6 +115,7 @@ class LiteLLMProvider(ChatProvider):
         # litellm and the OpenAI SDK retry on their own by default; only one layer may retry,
         # or a 429 storm multiplies attempts and Retry-After is honoured twice.
         self._kwargs: dict[str, Any] = {"max_retries": 0, "num_retries": 0,
+                                        "timeout": DEFAULT_CALL_TIMEOUT_S,
                                         **dict(self.model_options)}
 
     def complete(self, messages: Sequence[Mapping[str, Any]],

@@ -38,7 +38,8 @@ def render_text(summary: Summary) -> list[str]:
                  "intervals on the Kish effective sample size (clusters = templates).")
     if summary.errors:
         lines.append(f"{summary.errors} episode(s) ended in an infrastructure error and are "
-                     "excluded; re-run them with --limbo-resume.")
+                     "excluded; once the cause shown in each error is fixed, re-run them with "
+                     "--limbo-resume.")
     if summary.cost_usd or summary.prompt_tokens:
         mean = summary.cost_usd / summary.total if summary.total else 0.0
         lines.append(f"Model usage: {summary.prompt_tokens} prompt + "

@@ -36,6 +36,7 @@ import argparse
 import contextlib
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -43,7 +44,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, Literal
 
 from limbo_plugin.server.loopback import LoopbackHTTPServer
 from limbo_plugin.testing import responses_wire
@@ -80,6 +81,10 @@ class Reply:
     latency_s: float = 0.0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    broken: Literal["drop", "not_json", "no_choices"] | None = None
+    """A provider misbehaving below HTTP errors: ``drop`` closes the connection without an
+    answer, ``not_json`` answers 200 with a body that is not JSON, ``no_choices`` answers a
+    completion without choices."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,23 @@ class _Handler(BaseHTTPRequestHandler):
         delay = owner.latency_s + reply.latency_s
         if delay > 0:
             time.sleep(delay)
+        if reply.broken == "drop":
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if reply.broken == "not_json":
+            data = b"<html>502 Bad Gateway</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if reply.broken == "no_choices":
+            self._send(200, {"id": "chatcmpl-broken", "object": "chat.completion",
+                             "created": 0, "model": request.model, "choices": []})
+            return
         if reply.status != 200:
             error = {"message": reply.error_message or f"scripted error {reply.status}",
                      "type": _error_type(reply.status), "code": reply.status}

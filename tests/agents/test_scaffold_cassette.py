@@ -90,9 +90,12 @@ def test_replay_miss_is_an_infrastructure_error_naming_the_key(
     record = run_model(registry, FAULT_FREE, openai_server, condition="aware", cassette=cassette,
                        cassette_mode="replay")
     assert len(openai_server.requests) == requests  # no network in replay mode
-    assert record.error is not None and "replay mode" in record.error
-    key = record.error.split("no entry for request ")[1].split()[0]
-    assert len(key) == 64 and not (Path(cassette) / key[:2] / f"{key}.json").exists()
+    assert record.error is not None and "has no recorded answer for this model call" in \
+        record.error
+    assert ("Record it by running the same selection with --limbo-cassette-mode auto and the "
+            "model reachable; --limbo-resume alone cannot replay it") in record.error
+    prefix = record.error.split("model call (")[1].split("…")[0]
+    assert len(prefix) == 12 and not list(Path(cassette).glob(f"{prefix[:2]}/{prefix}*.json"))
 
 
 def test_record_mode_rerecords_old_runs_and_auto_keeps_them(tmp_path: Path) -> None:
@@ -125,6 +128,26 @@ def test_keys_ignore_transport_options_and_entries_hold_no_secrets(
     run_model(registry, FAULT_FREE, openai_server, cassette=str(cassette), cassette_mode="record")
     text = "".join(p.read_text() for p in cassette.glob("*/*.json"))
     assert text and "sk-limbo-local" not in text and openai_server.base_url not in text
+
+
+def test_a_cassette_stores_only_output_options_never_a_credential(
+        registry: SpecRegistry, tmp_path: Path, openai_server: OpenAIServer) -> None:
+    """An allow-list, not a deny-list: options Limbo has never heard of stay out too."""
+    secrets = {"azure_ad_token": "SECRET-azure", "client_secret": "SECRET-client",
+               "aws_secret_access_key": "SECRET-aws", "vertex_credentials": "SECRET-vertex",
+               "my_gateway_password": "SECRET-custom"}
+    openai_server.model = _SamplingModel()
+    cassette = tmp_path / "c"
+    run_model(registry, FAULT_FREE, openai_server, cassette=str(cassette),
+              cassette_mode="record",
+              model_options=openai_server.model_options(temperature=0, seed=7, **secrets))
+    entries = [json.loads(p.read_text()) for p in cassette.glob("*/*.json")]
+    assert entries and "SECRET" not in json.dumps(entries)
+    assert {json.dumps(e["request"]["options"], sort_keys=True) for e in entries} == {
+        '{"seed": 7, "temperature": 0}'}
+    messages = [{"role": "user", "content": "hi"}]
+    assert request_key(MODEL, messages, [], {"seed": 7}) == request_key(
+        MODEL, messages, [], {"seed": 7, "client_secret": "another"})
 
 
 def _publisher(path: str, worker: int, keys: list[str], queue: Any) -> None:

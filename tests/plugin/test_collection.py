@@ -118,6 +118,16 @@ def test_summary_table_and_files(project: pytest.Pytester) -> None:
     (["--model-option", "novalue"], "KEY=VALUE"),
     (["--limbo-cassette-mode", "bogus"], "--limbo-cassette-mode: input should be 'record'"),
     (["--limbo-provider-retries", "0"], "--limbo-provider-retries: input should be greater"),
+    (["--model-option", "mock_response=yes"], "--model-option mock_response not allowed: "
+                                              "mock_response: it fakes the model's answer"),
+    (["--model-option", "num_retries=3", "--model-option", "input_cost_per_token=0",
+      "--model-option", "stream=true"],
+     "--model-option num_retries, input_cost_per_token, stream not allowed: num_retries: "
+     "litellm would retry behind Limbo's own retries (use --limbo-provider-retries); "
+     "input_cost_per_token: it rewrites the cost that records and --limbo-cost-limit count; "
+     "stream: the scaffold reads whole answers, not streams"),
+    (["--limbo-episode-timeout", "soon"], "--limbo-episode-timeout expects a number"),
+    (["--limbo-episode-timeout", "nan"], "--limbo-episode-timeout must be a positive number"),
 ])
 def test_unknown_values_are_usage_errors_listing_valid_ones(project: pytest.Pytester,
                                                             args: list[str], message: str

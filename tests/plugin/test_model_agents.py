@@ -4,12 +4,13 @@ failures are errors excluded from the statistics and re-run on resume."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.testing.models import FailingModel, PolicyModel
-from limbo_plugin.testing.openai_server import OpenAIServer
+from limbo_plugin.testing.openai_server import OpenAIServer, Reply
 
 SELECT = ["--experiment", "small", "-k", "incident_open and (lost_ack or late_commit)"]
 
@@ -58,3 +59,19 @@ def test_provider_failure_is_an_error_excluded_and_rerun(project: pytest.Pyteste
     resumed.assert_outcomes(passed=1, failed=1)
     latest = {r["episode_id"]: r for r in records(project)}
     assert all(r["error"] is None for r in latest.values())
+
+
+def test_a_hung_provider_through_pytest_under_xdist_ends_with_an_error(
+        project: pytest.Pytester) -> None:
+    with OpenAIServer(lambda request: Reply(content="zzz", latency_s=60)) as server:
+        start = time.monotonic()
+        result = project.runpytest_subprocess(
+            "--experiment", "small", "-k", "ticket-timeout_late or charge_1-timeout_late",
+            "-n", "2", "--agent", "litellm:openai/scripted",
+            "--model-option", f"api_base={server.base_url}", "--model-option", "api_key=k",
+            "--limbo-episode-timeout", "2", timeout=60)
+        elapsed = time.monotonic() - start
+    result.assert_outcomes(errors=2)
+    assert "exceeded its wall-clock limit of 2 s" in result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
+    assert elapsed < 45

@@ -1,0 +1,116 @@
+"""Hung agents and providers: a provider that hangs, drops connections, answers garbage or tool
+calls with invalid JSON arguments, and an agent that never returns, each end the episode as an
+infrastructure error (or, for bad arguments, a tool error the agent sees) within the limits:
+never a hang, never a crash, always a record that serialises."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from scaffoldkit import AGENT, WORLDS, run_model
+
+from limbo_plugin.agents.options import AgentOptions
+from limbo_plugin.agents.provider import DEFAULT_CALL_TIMEOUT_S, LiteLLMProvider
+from limbo_plugin.episode import run_episode
+from limbo_plugin.records import EpisodeRecord
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.testing.openai_server import ChatRequest, OpenAIServer, Reply, ScriptedToolCall
+
+KEY = WORLDS[0]
+
+
+def quickly(registry: SpecRegistry, server: OpenAIServer, **model_options: Any
+            ) -> tuple[EpisodeRecord, float]:
+    """One scaffold episode with one attempt per model call and a 1 s call timeout."""
+    start = time.monotonic()
+    record = run_model(registry, KEY, server, provider_retries=2,
+                       model_options=server.model_options(timeout=1, **model_options))
+    elapsed = time.monotonic() - start
+    EpisodeRecord.model_validate_json(record.model_dump_json())  # it serialises and reads back
+    return record, elapsed
+
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    (Reply(content="never mind", latency_s=30), "Timeout"),
+    (Reply(broken="drop"), "giving up after 2 attempts"),
+    (Reply(broken="not_json"), "infrastructure error"),
+    (Reply(broken="no_choices"), "the provider returned no choices"),
+    (Reply(status=503, error_message="overloaded"), "giving up after 2 attempts"),
+])
+def test_a_misbehaving_provider_is_an_infrastructure_error_not_a_hang(
+        registry: SpecRegistry, openai_server: OpenAIServer, reply: Reply, expected: str) -> None:
+    openai_server.model = lambda request: reply
+    record, elapsed = quickly(registry, openai_server)
+    assert record.error is not None and record.error.startswith("infrastructure error:")
+    assert expected in record.error, record.error
+    assert elapsed < 10, f"{elapsed:.1f} s: a hung provider must not hang the episode"
+
+
+def test_tool_calls_with_invalid_json_arguments_are_tool_errors_the_agent_sees(
+        registry: SpecRegistry, openai_server: OpenAIServer) -> None:
+    def model(request: ChatRequest) -> Reply:
+        if request.turn == 0:
+            return Reply(tool_calls=[ScriptedToolCall("tickets_create", '{"title": "x",'),
+                                     ScriptedToolCall("tickets_create", '[1, 2]'),
+                                     ScriptedToolCall("no_such_tool", "{}")])
+        return Reply(tool_calls=[ScriptedToolCall(
+            "finish", {"status": "failed", "summary": "could not"})])
+
+    openai_server.model = model
+    record, _ = quickly(registry, openai_server)
+    assert record.error is None
+    first = [entry for entry in record.trace if entry.origin == "agent"][:3]
+    assert all(entry.is_error for entry in first)
+    assert "not valid JSON" in str(first[0].response)
+    assert "must be a JSON object" in str(first[1].response)
+    assert "unknown tool" in str(first[2].response)
+    assert record.ledger == [], "a rejected call changes nothing"
+
+
+def test_the_call_timeout_has_a_default_and_can_be_overridden() -> None:
+    assert LiteLLMProvider("openai/x")._kwargs["timeout"] == DEFAULT_CALL_TIMEOUT_S == 300
+    assert LiteLLMProvider("openai/x", {"timeout": 7})._kwargs["timeout"] == 7
+
+
+class Stuck:
+    """A Python agent that never returns: busy in a loop, or asleep."""
+
+    name = "stuck"
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def run(self, session: Any) -> None:
+        session.call("tickets_list", {"project": "OPS"})
+        if self.how == "sleep":
+            time.sleep(3600)
+        while True:
+            pass
+
+
+@pytest.mark.parametrize("how", ["loop", "sleep"])
+def test_the_episode_wall_clock_limit_ends_any_agent(registry: SpecRegistry, how: str) -> None:
+    start = time.monotonic()
+    record = run_episode(KEY, RunConfig(), registry=registry, agent=Stuck(how), time_limit_s=1)
+    assert time.monotonic() - start < 5
+    assert record.error == ("infrastructure error: the episode exceeded its wall-clock limit "
+                            "of 1 s (--limbo-episode-timeout)")
+    assert record.tool_calls == 1, "what happened before the limit is still recorded"
+
+
+def test_the_wall_clock_limit_is_not_swallowed_by_a_catch_all(registry: SpecRegistry,
+                                                              openai_server: OpenAIServer
+                                                              ) -> None:
+    """The limit fires inside litellm's HTTP call, whose except-Exception blocks must not turn
+    it into a provider error to retry."""
+    openai_server.model = lambda request: Reply(content="late", latency_s=30)
+    start = time.monotonic()
+    record = run_episode(KEY, RunConfig(agent=AGENT), registry=registry, time_limit_s=1.5,
+                         agent_options=AgentOptions(model_options=openai_server.model_options(),
+                                                    provider_retries=8,
+                                                    provider_backoff_s=0.01))
+    assert time.monotonic() - start < 6
+    assert record.error is not None and "wall-clock limit of 1.5 s" in record.error
