@@ -10,11 +10,17 @@ canonical text (:meth:`ToolResult.text`) is what "byte-identical observations" c
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 CallOrigin = Literal["agent", "harness"]
 MAX_ARGUMENT_BYTES = 100_000
+MAX_ARGUMENT_DEPTH = 32
+"""How deeply an agent's arguments may nest. Every tool takes flat objects or lists of them;
+deeper values would only reach code that recurses (copying, rendering) on the agent's terms."""
+MAX_RENDERED_CHARS = 20_000
+"""How much of a value the trace keeps when it has to render it (see :func:`safe_json`)."""
 
 
 def canonical_json(value: Any) -> str:
@@ -110,6 +116,8 @@ def normalize_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | No
                 return None, f"arguments are not valid JSON: {exc}"
     if not isinstance(arguments, dict):
         return None, f"arguments must be a JSON object, not {type(arguments).__name__}"
+    if nesting_exceeds(arguments, MAX_ARGUMENT_DEPTH):
+        return None, f"arguments nest more than {MAX_ARGUMENT_DEPTH} levels deep"
     try:
         text = canonical_json(arguments)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -121,6 +129,85 @@ def normalize_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | No
     if size > MAX_ARGUMENT_BYTES:
         return None, f"arguments are too large ({size} bytes; limit {MAX_ARGUMENT_BYTES})"
     return json.loads(text), None
+
+
+def nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether lists and objects in ``value`` nest more than ``limit`` levels (iteratively: a
+    hostile value must not exhaust the stack while we measure it)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def safe_json(value: Any) -> Any:
+    """``value`` if it is JSON a record can hold, else a bounded rendering of it.
+
+    The trace keeps what the agent *sent*, and an agent may send anything: a lone surrogate
+    (``"\\ud800"``), NaN, an object nested hundreds deep, megabytes of text. The world answers
+    such a call with a tool error, but the trace must still serialise or the episode's record is
+    lost. Valid JSON within :data:`MAX_RENDERED_CHARS` and :data:`MAX_ARGUMENT_DEPTH` is kept as
+    it is; anything else is rendered — strings with surrogates escaped, non-finite numbers and
+    unknown objects as text, depth and length cut with ``…`` — deterministically.
+    """
+    try:
+        text = canonical_json(value)
+        text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError, UnicodeEncodeError):
+        pass
+    else:
+        if len(text) <= MAX_RENDERED_CHARS and not nesting_exceeds(value, MAX_ARGUMENT_DEPTH):
+            return value
+    budget = [MAX_RENDERED_CHARS]
+    return _render(value, 1, budget)
+
+
+def _render(value: Any, depth: int, budget: list[int]) -> Any:
+    if budget[0] <= 0:
+        return "…"
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if abs(value) < 10**18:
+            return value
+        return f"<integer of {value.bit_length()} bits>"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, str):
+        return _render_text(value, budget)
+    if depth > MAX_ARGUMENT_DEPTH:
+        budget[0] -= 1
+        return "…"
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if budget[0] <= 0:
+                out["…"] = "…"
+                break
+            name = key if isinstance(key, str) else f"<{type(key).__name__}>"
+            out[_render_text(name, budget)] = _render(item, depth + 1, budget)
+        return out
+    if isinstance(value, list | tuple):
+        items: list[Any] = []
+        for item in value:
+            if budget[0] <= 0:
+                items.append("…")
+                break
+            items.append(_render(item, depth + 1, budget))
+        return items
+    return _render_text(f"<{type(value).__name__}>", budget)
+
+
+def _render_text(text: str, budget: list[int]) -> str:
+    cut = text[: max(budget[0], 0)]
+    budget[0] -= len(cut) + 2
+    safe = cut.encode("utf-8", "backslashreplace").decode("utf-8")
+    return safe if len(cut) == len(text) else safe + "…"
 
 
 @runtime_checkable

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from limbo_plugin.conditions.base import PromptChanges
 from limbo_plugin.errors import EpisodeOver, LimboError
 from limbo_plugin.records import HarnessRun, TraceEntry, Usage
-from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult
+from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult, safe_json
 
 if TYPE_CHECKING:
     from limbo_plugin.contracts import ToolDefinition
@@ -55,9 +55,14 @@ class TraceLog:
 
     def add(self, index: int, t_start: float, t_end: float, origin: str, call: ToolCall,
             result: ToolResult) -> None:
+        # What the agent sent is kept as safe, bounded JSON: the record must serialise whatever
+        # the agent sent (a lone surrogate, NaN, an object nested hundreds deep).
+        name = call.name if isinstance(call.name, str) else repr(call.name)
         self.entries.append(TraceEntry(index=index, t_start=t_start, t_end=t_end, origin=origin,
-                                       tool=str(call.name), arguments=_jsonable(call.arguments),
-                                       response=result.content, is_error=result.is_error))
+                                       tool=safe_json(name[:200]),
+                                       arguments=safe_json(call.arguments),
+                                       response=safe_json(result.content),
+                                       is_error=result.is_error))
 
     def ordered(self) -> list[TraceEntry]:
         return sorted(self.entries, key=lambda e: e.index)
@@ -160,9 +165,3 @@ def _parsed(arguments: Any) -> Any:
             return arguments
         return value if isinstance(value, dict) else arguments
     return arguments
-
-
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, str | int | float | bool | list | dict):
-        return value
-    return repr(value)

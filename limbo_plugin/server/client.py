@@ -56,8 +56,11 @@ class SandboxClient:
 
     def call(self, name: str, arguments: Any) -> tuple[str, bool]:
         """The result's canonical text and whether it is a tool error."""
-        body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
-        reply = self._request("POST", CALL_PATH, body.encode())
+        # ASCII escapes carry every string an agent can send, a lone surrogate ("\\ud800")
+        # included, to the episode's transport, which answers it with a tool error: encoding it
+        # as UTF-8 here would fail and leave the MCP request without any answer.
+        body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=True)
+        reply = self._request("POST", CALL_PATH, body.encode("ascii"))
         text, is_error = reply.get("text"), reply.get("isError")
         if not isinstance(text, str) or not isinstance(is_error, bool):
             raise SandboxError("the sandbox returned a malformed call result")

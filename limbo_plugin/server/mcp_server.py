@@ -61,6 +61,9 @@ def build_server(client: SandboxClient, name: str = SERVER_NAME) -> Any:
             text, is_error = await anyio.to_thread.run_sync(client.call, params.name, arguments)
         except SandboxError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        except Exception as exc:  # whatever the arguments were, the request gets an answer
+            raise MCPError(code=types.INTERNAL_ERROR,
+                           message=f"the call could not be forwarded: {exc!r}"[:500]) from None
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     is_error=is_error)
 
