@@ -225,7 +225,7 @@ def agents_of_items(node_ids: Iterable[str], root: Path, registry: SpecRegistry,
     by_file: dict[str, list[str]] = {}
     for node_id in node_ids:
         file, sep, name = node_id.partition("::")
-        if sep:
+        if sep and file.endswith((".yaml", ".yml")):
             by_file.setdefault(file, []).append(name)
     agents: set[str] = set()
     for file, names in by_file.items():

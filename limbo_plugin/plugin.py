@@ -447,13 +447,13 @@ class LimboController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        if self.checked_agents:
-            return
+        if self.checked_agents or self.state.registry is None:
+            return  # checked once; a broken spec tree is reported by its error item
         self.checked_agents = True
         from limbo_plugin.experiments import agents_of_items
 
         root = Path(str(self.state.config.rootpath))
-        require_ready(agents_of_items(ids, root, self.state.specs, self.state.overrides,
+        require_ready(agents_of_items(ids, root, self.state.registry, self.state.overrides,
                                       self.state.defaults))
 
     @pytest.hookimpl(tryfirst=True)

@@ -222,3 +222,25 @@ def test_parts_say_where_each_dimension_was_written(registry: SpecRegistry,
     assert part.label == "arm 'x'"
     assert part.path("conditions") == ("arms", 0, "conditions")
     assert part.path("instances") == ("instances",)
+
+
+def test_item_ids_lead_back_to_their_agents(registry: SpecRegistry, tmp_path: Path) -> None:
+    """What the xdist controller, which collects nothing, learns from the workers' item ids."""
+    from limbo_plugin.experiments import agents_of_items
+
+    write(tmp_path, "mixed", "templates: [incident_open]\ninstances: [0]\n"
+                 "focal_writes: [ticket]\nmodes: [timeout_post, timeout_late]\n"
+                 "agents: [scripted:same_key, harness:hermes:m]\n")
+    file = "experiments/mixed.yaml"
+    ids = [f"{file}::incident_open-i0-ticket-timeout_post-scripted-same_key",
+           f"{file}::incident_open-i0-ticket-timeout_late-scripted-same_key",
+           "tests/test_x.py::test_y", f"{file}::spec-error[mixed.yaml]"]
+    assert agents_of_items(ids, tmp_path, registry, {}, RunConfig()) == {"scripted:same_key"}
+    ids.append(f"{file}::incident_open-i0-ticket-timeout_post-harness-hermes-m")
+    assert agents_of_items(ids, tmp_path, registry, {}, RunConfig()) == {
+        "scripted:same_key", "harness:hermes:m"}
+    write(tmp_path, "single", "templates: [incident_open]\ninstances: [0]\n"
+          "focal_writes: [ticket]\nmodes: [timeout_post]\n")  # one agent: no agent in ids
+    assert agents_of_items(["experiments/single.yaml::incident_open-i0-ticket-timeout_post"],
+                           tmp_path, registry, {"agent": "harness:codex:x"}, RunConfig()) == {
+        "harness:codex:x"}

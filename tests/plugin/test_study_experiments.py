@@ -157,7 +157,8 @@ def test_a_scripted_slice_of_each_experiment_runs(project: pytest.Pytester, name
 
 def test_e5_with_a_scripted_agent_gives_table6_and_its_figure(
         project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
-    run = project.runpytest_subprocess("--experiment", "e5", "--agent", "scripted:verify_first")
+    run = project.runpytest_subprocess("--experiment", "e5", "--agent", "scripted:verify_first",
+                                       "-n", "2")  # arms collect identically on every worker
     assert run.ret == pytest.ExitCode.TESTS_FAILED  # verify-first duplicates late commits
     assert len(records(project)) == 14 * 35
     out = project.path / "report"
