@@ -163,6 +163,8 @@ def check_ready(specs: Iterable[str]) -> None:
 
 
 def make_agent(spec: str, options: AgentOptions | None = None) -> Agent:
-    """The agent ``spec`` names (a validated run configuration's ``agent``)."""
+    """The agent ``spec`` names (a validated run configuration's ``agent``); a
+    :class:`UsageError` saying how to fix it if this machine cannot run it."""
     kind, rest = agent_kind(spec)
+    kind.ready(rest)
     return kind.build(rest, options or AgentOptions())
