@@ -278,13 +278,18 @@ class ExperimentFile(pytest.File):
                                              error=exc)
 
     def _episodes(self) -> Iterator[EpisodeItem]:
-        from limbo_plugin.experiments import episode_labels, item_name, load_experiment
+        from limbo_plugin.experiments import (
+            compares_agents,
+            episode_labels,
+            item_name,
+            load_experiment,
+        )
 
         state: LimboState = self.config.stash[STATE]
         registry = state.specs
         experiment = load_experiment(self.path, registry)
         episodes = experiment.episodes(registry, state.overrides, state.defaults)
-        many_agents = len({e.config.agent for e in episodes}) > 1
+        many_agents = compares_agents(episodes)
         model_options = {**experiment.spec.model_options, **state.model_options}
         for episode in episodes:
             labels = episode_labels(episode, registry)
@@ -415,6 +420,7 @@ class LimboController:
 
     def __init__(self, state: LimboState) -> None:
         self.state = state
+        self.checked_agents = False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
@@ -429,6 +435,28 @@ class LimboController:
                 self.state.skips[reason] = self.state.skips.get(reason, 0) + 1
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first episode: every selected agent can run on this machine (a harness
+        CLI is installed). Under xdist the controller has no items; it checks the workers'
+        collection instead (below)."""
+        if session.config.option.collectonly or session.config.pluginmanager.has_plugin(
+                "dsession"):
+            return
+        require_ready({i.episode.config.agent for i in session.items
+                       if isinstance(i, EpisodeItem)})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if self.checked_agents or self.state.registry is None:
+            return  # checked once; a broken spec tree is reported by its error item
+        self.checked_agents = True
+        from limbo_plugin.experiments import agents_of_items
+
+        root = Path(str(self.state.config.rootpath))
+        require_ready(agents_of_items(ids, root, self.state.registry, self.state.overrides,
+                                      self.state.defaults))
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.state.gate_path is not None:
             apply_gate(session, self.state, self.state.gate_path, exitstatus)
@@ -436,6 +464,16 @@ class LimboController:
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
                                 config: pytest.Config) -> None:
         print_summary(terminalreporter, self.state)
+
+
+def require_ready(agents: set[str]) -> None:
+    """Stop the run, before any episode, with one line if an agent cannot run here."""
+    from limbo_plugin.agents.registry import check_ready
+
+    try:
+        check_ready(agents)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def apply_gate(session: pytest.Session, state: LimboState, gate_path: Path,
