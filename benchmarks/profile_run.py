@@ -100,33 +100,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--html", default=None, help="write pyinstrument's HTML tree here")
+    parser.add_argument("--phases-only", action="store_true",
+                        help="no profiler: the phase times alone, undisturbed")
     args, pytest_args = parser.parse_known_args()
     from pyinstrument import Profiler
 
     clock = PhaseClock()
     with tempfile.TemporaryDirectory() as tmp:
-        if not any(a.startswith("--limbo-records") for a in pytest_args):
+        limbo = "no:limbo" not in pytest_args
+        if limbo and not any(a.startswith("--limbo-records") for a in pytest_args):
             pytest_args.append(f"--limbo-records={Path(tmp) / 'episodes.jsonl'}")
         profiler = Profiler(interval=0.001)
         gc.callbacks.append(clock.gc_callback)
-        profiler.start()
+        if not args.phases_only:
+            profiler.start()
         import pytest
 
         exit_code = pytest.main(["-q", "-p", "no:cacheprovider", *pytest_args],
                                 plugins=[clock])
         end = time.perf_counter()
-        profiler.stop()
+        if not args.phases_only:
+            profiler.stop()
         gc.callbacks.remove(clock.gc_callback)
-    session = profiler.last_session
     print(f"pytest {' '.join(pytest_args)} -> exit {int(exit_code)}; "
-          f"wall {end - START:.2f} s (profiled)")
+          f"wall {end - START:.2f} s" + ("" if args.phases_only else " (profiled)"))
     order = ["configure", "collection", "test loop", "terminal summary", "exit"]
     marks = [("start-up", START)] + [(name, clock.marks[name]) for name in order
                                      if name in clock.marks]
     for (name, at), (_, following) in zip(marks, [*marks[1:], ("end", end)], strict=True):
         print(f"  {name:18} {following - at:6.2f} s")
     print(f"  {'(garbage collector':18} {clock.gc_seconds:6.2f} s, spread over the phases)")
-    root = session.root_frame()
+    if args.phases_only:
+        return
+    root = profiler.last_session.root_frame()
     print(f"\ntop {args.top} functions by own time")
     for name, seconds in sorted(own_times(root).items(), key=lambda kv: -kv[1])[:args.top]:
         print(f"  {seconds:6.3f} s  {name}")
