@@ -199,8 +199,8 @@ class Experiment:
 
     def episodes(self, registry: SpecRegistry, overrides: Mapping[str, str | None],
                  defaults: RunConfig) -> list[Episode]:
-        episodes = [Episode(key=k, config=c) for k in self.worlds(registry)
-                    for c in self.configs(overrides, defaults)]
+        configs = self.configs(overrides, defaults)  # one object each, shared by the worlds
+        episodes = [Episode(key=k, config=c) for k in self.worlds(registry) for c in configs]
         return sorted(episodes, key=Episode.sort_key)
 
 

@@ -21,11 +21,12 @@ import pytest
 carried = {}
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_logreport(report):
-    # Every report that carries a record, in any field, on its way to the controller.
+    # Every report that carries a record, in any field, as it reaches the controller.
     if '"episode_id"' in repr(report.__dict__):
         carried[report.nodeid] = carried.get(report.nodeid, 0) + 1
+    return (yield)
 
 
 def pytest_sessionfinish(session):
@@ -34,11 +35,13 @@ def pytest_sessionfinish(session):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     kept_by_reports = sum('"episode_id"' in repr(r.__dict__)
                           for reports in reporter.stats.values() for r in reports)
+    empty_phases = sum(r.when != "call" for r in reporter.stats.get("", []))
     kept_by_items = sum(getattr(i, "record", None) is not None
                         or getattr(i, "record_line", None) is not None for i in session.items)
     Path("flow.json").write_text(json.dumps({
         "carried": carried, "kept_by_reports": kept_by_reports,
-        "kept_by_items": kept_by_items, "items": len(session.items)}))
+        "kept_by_items": kept_by_items, "items": len(session.items),
+        "empty_phases": empty_phases}))
 """
 
 
@@ -48,11 +51,16 @@ def flow(project: pytest.Pytester) -> dict:
 
 def test_items_and_reports_let_go_of_records_once_written(project: pytest.Pytester) -> None:
     project.makeconftest(WATCH)
-    project.runpytest("--experiment", "small")
+    result = project.runpytest("--experiment", "small")
     seen = flow(project)
     assert seen["items"] == 8
     assert seen["kept_by_items"] == 0, "an item keeps its record only until it is reported"
     assert seen["kept_by_reports"] == 0, "pytest keeps every report to the end of the run"
+    # Passed setup and teardown reports print nothing; pytest's failure summary scans every
+    # kept one per failure, so they are not kept.
+    assert seen["empty_phases"] == 0
+    result.stdout.fnmatch_lines(["*= FAILURES =*", "*episode incident_open-i0-ticket-timeout_late*",
+                                 "duplicated ticket: committed 2×*"])
     lines = (project.path / "reports" / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 8
 
