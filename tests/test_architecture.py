@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "limbo_plugin"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("errors", "toolapi", "templating", "stats")),
+    ("core", ("errors", "extras", "toolapi", "templating", "stats")),
     ("spec vocabulary", ("spec.loader", "spec.models", "spec")),
     ("contracts", ("contracts", "readback")),
     ("world", ("world",)),

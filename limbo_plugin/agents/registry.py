@@ -16,17 +16,20 @@ from limbo_plugin.agents.base import Agent
 from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.scripted import POLICIES
 from limbo_plugin.errors import UsageError
+from limbo_plugin.extras import require
 
 
 @dataclass(frozen=True)
 class AgentKind:
     """``prefix`` names the kind, ``form`` shows its spec strings in error messages, ``check``
-    raises :class:`UsageError` when ``rest`` is not valid, ``build`` makes the agent."""
+    raises :class:`UsageError` when ``rest`` is not valid, ``build`` makes the agent, and
+    ``extra`` names the pip extra it needs beyond the core install (:mod:`limbo_plugin.extras`)."""
 
     prefix: str
     form: str
     check: Callable[[str], None]
     build: Callable[[str, AgentOptions], Agent]
+    extra: str | None = None
 
 
 def _check_policy(prefix: str) -> Callable[[str], None]:
@@ -103,9 +106,9 @@ def _build_python(rest: str, options: AgentOptions) -> Agent:
 AGENT_KINDS: tuple[AgentKind, ...] = (
     AgentKind("scripted", f"scripted:<policy> ({', '.join(POLICIES)})",
               _check_policy("scripted"), _build_scripted),
-    AgentKind("mcp", "mcp:<policy>", _check_policy("mcp"), _build_mcp),
-    AgentKind("litellm", "litellm:<model>", _check_model, _build_scaffold),
-    AgentKind("harness", HARNESS_FORMS, _check_harness, _build_harness),
+    AgentKind("mcp", "mcp:<policy>", _check_policy("mcp"), _build_mcp, extra="mcp"),
+    AgentKind("litellm", "litellm:<model>", _check_model, _build_scaffold, extra="llm"),
+    AgentKind("harness", HARNESS_FORMS, _check_harness, _build_harness, extra="mcp"),
     AgentKind("python", "python:<module>:<callable>", _check_python, _build_python),
 )
 
@@ -124,6 +127,8 @@ def check_agent(spec: str) -> None:
     """Raise :class:`UsageError`, naming the valid forms, when ``spec`` is not an agent."""
     kind, rest = agent_kind(spec)
     kind.check(rest)
+    if kind.extra is not None:
+        require(kind.extra, f"agent {spec!r}")
 
 
 def make_agent(spec: str, options: AgentOptions | None = None) -> Agent:
