@@ -6,6 +6,7 @@
     limbo summary [RECORDS] [--markdown]
     limbo gate GATE [--records RECORDS] [--baseline PREVIOUS]
     limbo report [RECORDS…] [--out reports/report]
+    limbo merge OUT IN…
     limbo allure [RESULTS] [--out reports/allure-report]
     limbo mcp --url URL [--token TOKEN] [--transport stdio|streamable-http]
     limbo harness list | install [codex|copilot|hermes …]
@@ -91,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", default="reports/report", help="output directory "
                         "(default reports/report)")
     report.set_defaults(handler=cmd_report)
+
+    merge = sub.add_parser("merge", help="merge the record files of a sharded run "
+                           "(--limbo-shard) into one; idempotent")
+    merge.add_argument("out", help="the merged JSONL file (may be one of the inputs)")
+    merge.add_argument("inputs", nargs="+", metavar="IN", help="shard record files")
+    merge.set_defaults(handler=cmd_merge)
 
     allure = sub.add_parser("allure", help="render Allure results as an HTML report "
                             "(npx --yes allure generate)")
@@ -224,6 +231,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     outcome = make_report(args.records, _registry(args), args.out)
     print("\n".join(outcome.lines()))
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.merge import merge_records
+
+    print("\n".join(merge_records(args.out, args.inputs).lines()))
     return 0
 
 

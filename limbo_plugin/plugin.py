@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay c
     from limbo_plugin.report.outcomes import Outcome
     from limbo_plugin.report.records import CostMeter, RecordWriter
     from limbo_plugin.runconfig import RunConfig
+    from limbo_plugin.sharding import Shard
     from limbo_plugin.spec.registry import SpecRegistry
 
 RECORD_ATTRIBUTE = "limbo_record"
@@ -74,6 +75,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
                                "provider errors (default 8)"),
     "limbo_provider_backoff": ("--limbo-provider-backoff", "base of the exponential backoff "
                                "in seconds (default 1.0)"),
+    "limbo_shard": ("--limbo-shard", "run shard K of N (K from 0) of the collected episodes: "
+                    "every world's episodes on one shard, balanced by expected cost; "
+                    "env:VAR/N reads K from $VAR (e.g. env:JOB_COMPLETION_INDEX/4)"),
 }
 DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl"}
 """Built-in defaults of the plugin's own options; run-configuration and agent options default
@@ -149,6 +153,8 @@ class LimboState:
         from limbo_plugin.agents.options import parse_model_options
 
         self.model_options = parse_model_options(config.getoption("limbo_model_options") or [])
+        shard = option(config, "limbo_shard")
+        self.shard = _shard(shard) if shard else None
         cost = option(config, "limbo_cost_limit")
         self.cost_limit = _positive_float("--limbo-cost-limit", cost) if cost else None
         self.agent_options = parse_agent_options({
@@ -242,6 +248,12 @@ def parse_agent_options(values: dict[str, Any]) -> AgentOptions:
         error = exc.errors(include_url=False)[0]
         flag = AGENT_OPTION_FLAGS.get(str(error["loc"][0]), str(error["loc"][0]))
         raise UsageError(f"{flag}: {error['msg'].lower()}, got {error['input']!r}") from None
+
+
+def _shard(raw: str) -> Shard:
+    from limbo_plugin.sharding import Shard
+
+    return Shard.parse(raw)
 
 
 def _positive_float(name: str, raw: str) -> float:
@@ -523,13 +535,32 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 
 
 # -- reporting (controller only) -----------------------------------------------------------------
+@pytest.hookimpl(trylast=True)  # after -k and -m: a shard is a share of what was selected
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
     state = config.stash.get(STATE, None)
     if state is None:
         return
+    if state.shard is not None:
+        keep_shard(config, state, items)
     state.selected = {(i.episode.key.id, i.episode.config.fingerprint()) for i in items
                       if isinstance(i, EpisodeItem)}
+
+
+def keep_shard(config: pytest.Config, state: LimboState, items: list[pytest.Item]) -> None:
+    """Deselect the episodes of other shards (other items, e.g. a broken spec's, stay)."""
+    from limbo_plugin.sharding import shard_of_each
+
+    assert state.shard is not None
+    episodes = [item for item in items if isinstance(item, EpisodeItem)]
+    if not episodes:
+        return
+    shards = shard_of_each([item.episode for item in episodes], state.specs, state.shard.count)
+    elsewhere = {id(item) for item, shard in zip(episodes, shards, strict=True)
+                 if shard != state.shard.index}
+    if elsewhere:
+        config.hook.pytest_deselected(items=[i for i in items if id(i) in elsewhere])
+        items[:] = [i for i in items if id(i) not in elsewhere]
 
 
 def all_outcomes(state: LimboState) -> list[Outcome]:

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("server", ("server",)),
     ("agents", ("agents",)),
     ("run configuration", ("runconfig",)),
-    ("episodes", ("episode", "experiments", "sandbox")),
+    ("episodes", ("episode", "experiments", "sandbox", "sharding")),
     ("reports", ("report",)),
     ("entry points", ("plugin", "cli", "testing", "")),
 ]
