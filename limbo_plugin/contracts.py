@@ -11,9 +11,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.spec.models import (
     ContractVariant,
@@ -23,6 +21,9 @@ from limbo_plugin.spec.models import (
     ToolSpecModel,
 )
 from limbo_plugin.toolapi import canonical_json
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 GENERAL_SERVICE = "general"
 GENERAL_TOOLS = ("wait", "escalate_to_human", "finish")
@@ -100,6 +101,10 @@ class ToolDefinition:
 
     @cached_property
     def validator(self) -> Draft202012Validator:
+        """``jsonschema``'s validator: the authority, and the words of every error message.
+        Imported on first need (tens of milliseconds): valid calls never reach it."""
+        from jsonschema import Draft202012Validator
+
         return Draft202012Validator(self.input_schema)
 
     @cached_property
