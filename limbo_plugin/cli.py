@@ -6,6 +6,7 @@
     limbo summary [RECORDS] [--markdown]
     limbo gate GATE [--records RECORDS] [--baseline PREVIOUS]
     limbo report [RECORDS…] [--out reports/report]
+    limbo merge OUT IN…
     limbo allure [RESULTS] [--out reports/allure-report]
     limbo mcp --url URL [--token TOKEN] [--transport stdio|streamable-http]
     limbo harness list | install [codex|copilot|hermes …]
@@ -92,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default reports/report)")
     report.set_defaults(handler=cmd_report)
 
+    merge = sub.add_parser("merge", help="merge the record files of a sharded run "
+                           "(--limbo-shard) into one; idempotent")
+    merge.add_argument("out", help="the merged JSONL file (may be one of the inputs)")
+    merge.add_argument("inputs", nargs="+", metavar="IN", help="shard record files")
+    merge.set_defaults(handler=cmd_merge)
+
     allure = sub.add_parser("allure", help="render Allure results as an HTML report "
                             "(npx --yes allure generate)")
     allure.add_argument("results", nargs="?", default="reports/allure-results",
@@ -105,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = sub.add_parser("mcp", help="serve an episode's sandbox as an MCP server (harnesses "
                          "launch this)")
     mcp_server.add_arguments(mcp)
-    mcp.set_defaults(handler=mcp_server.run)
+    mcp.set_defaults(handler=cmd_mcp)
 
     harness = sub.add_parser("harness", help="install and list the production harness CLIs")
     harness_sub = harness.add_subparsers(dest="harness_command", required=True)
@@ -188,10 +195,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from limbo_plugin.report.aggregate import summarize
-    from limbo_plugin.report.records import read_records
+    from limbo_plugin.report.outcomes import read_outcomes
     from limbo_plugin.report.summary import render_markdown, render_text
 
-    records = read_records(args.records)
+    records = read_outcomes(args.records)  # the table's fields only: traces stay unparsed
     if not records:
         print(f"limbo: no records in {args.records}", file=sys.stderr)
         return 2
@@ -217,11 +224,29 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from limbo_plugin.extras import require
     from limbo_plugin.report.build import make_report
+
+    require("report", "limbo report")
 
     outcome = make_report(args.records, _registry(args), args.out)
     print("\n".join(outcome.lines()))
     return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.merge import merge_records
+
+    print("\n".join(merge_records(args.out, args.inputs).lines()))
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from limbo_plugin.extras import require
+    from limbo_plugin.server import mcp_server
+
+    require("mcp", "limbo mcp")
+    return int(mcp_server.run(args) or 0)
 
 
 def cmd_allure(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ from limbo_plugin.agents.base import Agent
 from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.scripted import POLICIES
 from limbo_plugin.errors import UsageError
+from limbo_plugin.extras import require
 
 
 def _always_ready(rest: str) -> None:
@@ -33,13 +34,15 @@ class AgentKind:
     """``prefix`` names the kind, ``form`` shows its spec strings in error messages, ``check``
     raises :class:`UsageError` when ``rest`` is not valid, ``build`` makes the agent, and
     ``ready`` raises :class:`UsageError` when this machine cannot run it (saying how to fix
-    that)."""
+    that), and ``extra`` names the pip extra it needs beyond the core install
+    (:mod:`limbo_plugin.extras`)."""
 
     prefix: str
     form: str
     check: Callable[[str], None]
     build: Callable[[str, AgentOptions], Agent]
     ready: Callable[[str], None] = _always_ready
+    extra: str | None = None
 
 
 def _check_policy(prefix: str) -> Callable[[str], None]:
@@ -124,9 +127,10 @@ def _build_python(rest: str, options: AgentOptions) -> Agent:
 AGENT_KINDS: tuple[AgentKind, ...] = (
     AgentKind("scripted", f"scripted:<policy> ({', '.join(POLICIES)})",
               _check_policy("scripted"), _build_scripted),
-    AgentKind("mcp", "mcp:<policy>", _check_policy("mcp"), _build_mcp),
-    AgentKind("litellm", "litellm:<model>", _check_model, _build_scaffold),
-    AgentKind("harness", HARNESS_FORMS, _check_harness, _build_harness, ready=_harness_ready),
+    AgentKind("mcp", "mcp:<policy>", _check_policy("mcp"), _build_mcp, extra="mcp"),
+    AgentKind("litellm", "litellm:<model>", _check_model, _build_scaffold, extra="llm"),
+    AgentKind("harness", HARNESS_FORMS, _check_harness, _build_harness, extra="mcp",
+              ready=_harness_ready),
     AgentKind("python", "python:<module>:<callable>", _check_python, _build_python),
 )
 
@@ -145,6 +149,8 @@ def check_agent(spec: str) -> None:
     """Raise :class:`UsageError`, naming the valid forms, when ``spec`` is not an agent."""
     kind, rest = agent_kind(spec)
     kind.check(rest)
+    if kind.extra is not None:
+        require(kind.extra, f"agent {spec!r}")
 
 
 def check_ready(specs: Iterable[str]) -> None:
