@@ -3,25 +3,35 @@
 The model answers every call after 200 ms (a local OpenAI-compatible server in a child process
 serving the ``verify_first`` policy), so a single worker is latency-bound and concurrency should
 help until the client side (litellm, the OpenAI SDK, JSON) saturates the CPU. Workers are
-threads in one process (``--mode threads``: one GIL, like a single pytest process) or forked
-processes (``--mode processes``: like ``pytest -n N``), each calling
-:func:`~limbo_plugin.episode.run_episode` in a loop.
+threads in one process (``--mode threads``: one GIL, like a single pytest process), processes
+forked after litellm is imported (``--mode processes``: the episodes alone), or real
+``pytest -n N`` runs (``--mode pytest``: each xdist worker a fresh process that imports the
+plugin and litellm itself, as a study runs).
 
     python benchmarks/scaffold_scaling.py --workers 1 2 8 16 --mode threads
-    python benchmarks/scaffold_scaling.py --workers 1 2 8 16 --mode processes
+    python benchmarks/scaffold_scaling.py --workers 1 2 8 16 --mode processes --rounds 6
+    python benchmarks/scaffold_scaling.py --workers 1 2 8 16 --mode pytest --rounds 6
 
 For each level it prints episodes/s, the speedup over one worker and the latency-bound ideal
-(workers / (model calls per episode × latency)).
+(workers / (model calls per episode × latency)). In ``pytest`` mode it also splits the wall time
+into start-up (until the first record reaches the file) and the steady state (the rate between
+the first and the last record), which tells process start-up from per-call work.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from limbo_plugin.agents.options import AgentOptions
@@ -59,17 +69,74 @@ def _measure(executor: Executor, episodes: int) -> tuple[float, list[int]]:
     return elapsed, [calls for calls, _ in results]
 
 
+def _pytest_level(workers: int, episodes_per_worker: int, base_url: str, tmp: Path
+                  ) -> tuple[float, float, float, int, float]:
+    """One ``pytest -n workers`` run: wall s, start-up s, steady episodes/s, episodes, model
+    calls per episode."""
+    instances = max(1, -(-workers * episodes_per_worker // len(WORLDS)))
+    project = tmp / f"n{workers}"
+    shutil.copytree(REGISTRY.root, project / "specs")
+    worlds = sorted({(k.template, k.focal_write) for k in WORLDS})
+    (project / "specs" / "experiments" / "scaling.yaml").write_text(
+        f"name: scaling\ntemplates: {sorted({t for t, _ in worlds})}\n"
+        f"instances: {list(range(instances))}\nfocal_writes: {sorted({f for _, f in worlds})}\n"
+        f"modes: {sorted({k.fault_mode for k in WORLDS})}\n")
+    (project / "pytest.ini").write_text("[pytest]\ntestpaths = specs\n"
+                                        "addopts = -p no:cacheprovider\n")
+    records = project / "records.jsonl"
+    command = [sys.executable, "-m", "pytest", "-q", "--tb=no", "--experiment", "scaling",
+               f"--agent={CONFIG.agent}", f"--model-option=api_base={base_url}",
+               f"--model-option=api_key={DUMMY_API_KEY}", "--model-option=timeout=120",
+               f"--limbo-records={records}"] + (["-n", str(workers)] if workers > 1 else [])
+    arrivals: list[float] = []
+    start = time.perf_counter()
+    process = subprocess.Popen(command, cwd=project, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    seen = 0
+    while process.poll() is None:
+        time.sleep(0.02)
+        count = records.read_bytes().count(b"\n") if records.exists() else 0
+        arrivals += [time.perf_counter() - start] * (count - seen)
+        seen = count
+    wall = time.perf_counter() - start
+    lines = records.read_text().splitlines()
+    arrivals += [wall] * (len(lines) - seen)
+    calls = statistics.mean(json.loads(line)["usage"]["model_calls"] for line in lines)
+    first, last = arrivals[0], arrivals[-1]
+    steady = (len(arrivals) - 1) / (last - first) if last > first else float("nan")
+    return wall, first, steady, len(lines), calls
+
+
+def pytest_mode(workers_levels: list[int], rounds: int, latency: float) -> None:
+    with server_process("verify_first", latency_s=latency) as base_url, \
+            tempfile.TemporaryDirectory() as name:
+        base = None
+        for workers in workers_levels:
+            wall, first, steady, episodes, calls = _pytest_level(workers, rounds, base_url,
+                                                                 Path(name))
+            rate = episodes / wall
+            base = base or (rate, steady)
+            ideal = workers / (calls * latency)
+            print(f"  -n {workers:2d}: {episodes:3d} episodes in {wall:6.2f} s = {rate:5.2f}/s "
+                  f"(speedup {rate / base[0]:5.2f}×); start-up {first:5.2f} s, steady "
+                  f"{steady:5.2f}/s (speedup {steady / base[1]:5.2f}×; ideal {ideal:5.2f}/s)",
+                  flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 8, 16])
-    parser.add_argument("--mode", choices=("threads", "processes"), default="threads")
+    parser.add_argument("--mode", choices=("threads", "processes", "pytest"), default="threads")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--rounds", type=int, default=2,
                         help="episodes per worker at each level (default 2)")
     args = parser.parse_args()
-    import_litellm()  # before forking: children inherit it instead of importing it each
     print(f"mode {args.mode}, model latency {args.latency * 1000:.0f} ms, "
-          f"{os.cpu_count()} CPUs")
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    if args.mode == "pytest":
+        pytest_mode(args.workers, args.rounds, args.latency)
+        return
+    import_litellm()  # before forking: children inherit it instead of importing it each
     with server_process("verify_first", latency_s=args.latency) as base_url:
         _OPTIONS.update({"model_options": {"api_base": base_url, "api_key": DUMMY_API_KEY,
                                            "timeout": 120},

@@ -7,6 +7,7 @@
     limbo runs [RECORDS]
     limbo gate GATE [--records RECORDS] [--baseline previous|RECORDS]
     limbo report [RECORDS…] [--out reports/report]
+    limbo merge OUT IN…
     limbo allure [RESULTS] [--out reports/allure-report]
     limbo mcp --url URL [--token TOKEN] [--transport stdio|streamable-http]
     limbo harness list | install [codex|copilot|hermes …]
@@ -20,9 +21,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from pydantic import ValidationError
 
@@ -30,6 +31,8 @@ from limbo_plugin.agents.deadline import DEFAULT_EPISODE_TIMEOUT_S
 from limbo_plugin.errors import LimboError, UsageError
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
+
+R = TypeVar("R")
 
 if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
@@ -145,6 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default reports/report)")
     report.set_defaults(handler=cmd_report)
 
+    merge = sub.add_parser("merge", help="merge the record files of a sharded run "
+                           "(--limbo-shard) into one; idempotent")
+    merge.add_argument("out", help="the merged JSONL file (may be one of the inputs)")
+    merge.add_argument("inputs", nargs="+", metavar="IN", help="shard record files")
+    merge.set_defaults(handler=cmd_merge)
+
     allure = sub.add_parser("allure", help="render Allure results as an HTML report "
                             "(npx --yes allure generate)")
     allure.add_argument("results", nargs="?", default="reports/allure-results",
@@ -158,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = sub.add_parser("mcp", help="serve an episode's sandbox as an MCP server (harnesses "
                          "launch this)")
     mcp_server.add_arguments(mcp)
-    mcp.set_defaults(handler=mcp_server.run)
+    mcp.set_defaults(handler=cmd_mcp)
 
     harness = sub.add_parser("harness", help="install and list the production harness CLIs")
     harness_sub = harness.add_subparsers(dest="harness_command", required=True)
@@ -238,11 +247,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if record.passed else 1
 
 
-def _records_file(path: str) -> list[EpisodeRecord]:
-    """The records of ``path``; a missing or empty file is an error naming it."""
-    from limbo_plugin.report.records import read_records
-
-    records = read_records(path)
+def _records_file(path: str, read: Callable[[str], list[R]]) -> list[R]:
+    """The records ``read`` gives of ``path`` (full ones, or slim outcomes); a missing or empty
+    file is an error naming it."""
+    records = read(path)
     if not records:
         state = "holds no records" if Path(path).exists() else "does not exist"
         raise UsageError(f"{path} {state}; give a records file written by pytest "
@@ -261,7 +269,9 @@ def find_records(records: Sequence[EpisodeRecord], wanted: str) -> list[EpisodeR
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    records = _records_file(args.records)
+    from limbo_plugin.report.records import read_records
+
+    records = _records_file(args.records, read_records)
     found = find_records(records, args.episode_id)
     if not found:
         import difflib
@@ -284,9 +294,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from limbo_plugin.report.aggregate import summarize
+    from limbo_plugin.report.outcomes import read_outcomes
     from limbo_plugin.report.summary import render_markdown, render_text
 
-    records = _records_file(args.records)
+    records = _records_file(args.records, read_outcomes)  # the table's fields: traces unparsed
     summary = summarize(records, family_order=_registry(args).family_order)
     print(render_markdown(summary) if args.markdown else "\n".join(render_text(summary)))
     return 0
@@ -304,30 +315,49 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from limbo_plugin.report.gate import load_gate, run_gate
+    from limbo_plugin.report.outcomes import read_outcomes
     from limbo_plugin.report.records import previous_records
 
     registry = _registry(args)
     gate = load_gate(args.gate, families=registry.family_order)
-    records = _records_file(args.records)
+    records = _records_file(args.records, read_outcomes)
     baseline = None
     if args.baseline == "previous":
         previous = previous_records(args.records, resume=True)
         if previous is None:
             raise UsageError(f"--baseline previous: {args.records} has no history/ beside it")
-        baseline = _records_file(str(previous))
+        baseline = _records_file(str(previous), read_outcomes)
     elif args.baseline:
-        baseline = _records_file(args.baseline)
+        baseline = _records_file(args.baseline, read_outcomes)
     result = run_gate(gate, records, family_order=registry.family_order, baseline=baseline)
     print("\n".join(result.lines()))
     return 0 if result.passed else 1
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from limbo_plugin.extras import require
     from limbo_plugin.report.build import make_report
+
+    require("report", "limbo report")
 
     outcome = make_report(args.records, _registry(args), args.out)
     print("\n".join(outcome.lines()))
     return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.merge import merge_records
+
+    print("\n".join(merge_records(args.out, args.inputs).lines()))
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from limbo_plugin.extras import require
+    from limbo_plugin.server import mcp_server
+
+    require("mcp", "limbo mcp")
+    return int(mcp_server.run(args) or 0)
 
 
 def cmd_allure(args: argparse.Namespace) -> int:

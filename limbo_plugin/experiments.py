@@ -4,6 +4,13 @@ An experiment lists templates, instances, focal writes, fault modes, contracts, 
 variants, instruction variants, conditions, operator variants and agents. Expansion is their
 product, restricted to applicable (focal write, mode) pairs, sorted and seed-free: pytest-xdist
 requires every worker to collect the same items in the same order.
+
+A study's design is rarely one product: the paper's E1 adds instances for two sparse writes only,
+E5 crosses each delay mode with its own grid of bounds, E4 runs its guard ablations on two models
+only. An experiment may therefore list ``arms``: partial designs, each overriding any dimension of
+the top level (which then only supplies defaults). Its episodes are the union over the arms,
+de-duplicated and sorted like any experiment's, so an episode two arms share runs once and the
+collection stays identical on every worker. An experiment without arms is its own single design.
 """
 
 from __future__ import annotations
@@ -13,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from limbo_plugin.agents.options import check_model_options
 from limbo_plugin.errors import SpecError, UsageError
 from limbo_plugin.faults import expected_failure
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, make_test_id
 from limbo_plugin.runconfig import RunConfig, validator
-from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
+from limbo_plugin.spec.loader import LoadedYaml, PathKey, load_yaml, validate
 from limbo_plugin.spec.models import StrictModel
 from limbo_plugin.spec.registry import SpecRegistry
 
@@ -32,35 +39,110 @@ mode × configuration multiplies it)."""
 FROM_OPTION = "@option"
 """In an experiment's list, "use the value given on the command line (or its default)"."""
 
-Contracts = list[Annotated[str, validator("contract", also=(FROM_OPTION,))]]
-Docs = list[Annotated[str, validator("docs", also=(FROM_OPTION,))]]
-Instructions = list[Annotated[str, validator("instruction", also=(FROM_OPTION,))]]
-Conditions = list[Annotated[str, validator("condition", also=(FROM_OPTION,))]]
-Operators = list[Annotated[str, validator("operator", also=(FROM_OPTION,))]]
-Agents = list[Annotated[str, validator("agent", also=(FROM_OPTION,))]]
+
+def _numbered_from_zero(value: list[int]) -> list[int]:
+    if any(i < 0 for i in value):
+        raise ValueError("instances are numbered from 0")
+    if any(i > MAX_INSTANCE for i in value):
+        raise ValueError(f"instance numbers go up to {MAX_INSTANCE:,}")
+    if len(set(value)) != len(value):
+        raise ValueError("an instance is listed twice")
+    return value
+
+
+Templates = Literal["all"] | list[str]
+Instances = Annotated[list[int], Field(min_length=1, max_length=MAX_INSTANCES),
+                      AfterValidator(_numbered_from_zero)]
+FocalWrites = Literal["all"] | list[str]
+MaxFocalWrites = Annotated[int, Field(ge=1, le=1000)]
+Modes = Literal["all"] | list[str]
+# Each run-configuration list is non-empty and each value is checked by the registry of its field.
+Contracts = Annotated[list[Annotated[str, validator("contract", also=(FROM_OPTION,))]],
+                      Field(min_length=1)]
+Docs = Annotated[list[Annotated[str, validator("docs", also=(FROM_OPTION,))]],
+                 Field(min_length=1)]
+Instructions = Annotated[list[Annotated[str, validator("instruction", also=(FROM_OPTION,))]],
+                         Field(min_length=1)]
+Conditions = Annotated[list[Annotated[str, validator("condition", also=(FROM_OPTION,))]],
+                       Field(min_length=1)]
+Operators = Annotated[list[Annotated[str, validator("operator", also=(FROM_OPTION,))]],
+                      Field(min_length=1)]
+Agents = Annotated[list[Annotated[str, validator("agent", also=(FROM_OPTION,))]],
+                   Field(min_length=1)]
 
 DIMENSIONS = ("contracts", "docs", "instructions", "conditions", "operators", "agents")
 CONFIG_FIELD = {"contracts": "contract", "docs": "docs", "instructions": "instruction",
                 "conditions": "condition", "operators": "operator", "agents": "agent"}
 
 
-class ExperimentSpec(StrictModel):
+def _from_option() -> list[str]:
+    return [FROM_OPTION]
+
+
+class Design(StrictModel):
+    """What an experiment crosses: the worlds (templates × instances × focal writes × modes) and
+    the run configurations (contracts × docs × instructions × conditions × operators × agents).
+    A run-configuration list defaults to ``[@option]``: the command line's value."""
+
+    templates: Templates = "all"
+    instances: Instances = Field(default_factory=lambda: [0, 1])
+    focal_writes: FocalWrites = "all"
+    max_focal_writes: MaxFocalWrites | None = None
+    modes: Modes = "all"
+    exclude_modes: list[str] = Field(default_factory=list)
+    contracts: Contracts = Field(default_factory=_from_option)
+    docs: Docs = Field(default_factory=_from_option)
+    instructions: Instructions = Field(default_factory=_from_option)
+    conditions: Conditions = Field(default_factory=_from_option)
+    operators: Operators = Field(default_factory=_from_option)
+    agents: Agents = Field(default_factory=_from_option)
+
+
+DESIGN_FIELDS = tuple(Design.model_fields)
+
+
+class Arm(StrictModel):
+    """One part of an experiment's design: the dimensions it sets replace the top level's; the
+    rest are the top level's. ``name`` and ``description`` only document it (and name it in
+    errors)."""
+
+    name: str | None = Field(default=None, min_length=1)
+    description: str = ""
+    templates: Templates | None = None
+    instances: Instances | None = None
+    focal_writes: FocalWrites | None = None
+    max_focal_writes: MaxFocalWrites | None = None
+    modes: Modes | None = None
+    exclude_modes: list[str] | None = None
+    contracts: Contracts | None = None
+    docs: Docs | None = None
+    instructions: Instructions | None = None
+    conditions: Conditions | None = None
+    operators: Operators | None = None
+    agents: Agents | None = None
+
+    @model_validator(mode="after")
+    def _no_empty_dimension(self) -> Arm:
+        for name in sorted(self.model_fields_set & set(DESIGN_FIELDS)):
+            if getattr(self, name) is None and name != "max_focal_writes":
+                raise ValueError(f"{name} is empty: give its values, or leave it out to keep "
+                                 "the top level's")
+        return self
+
+    def overrides(self) -> dict[str, Any]:
+        """The dimensions this arm sets (an explicit ``max_focal_writes: null`` included)."""
+        return {name: getattr(self, name) for name in DESIGN_FIELDS
+                if name in self.model_fields_set}
+
+
+class ExperimentSpec(Design):
+    """An experiment: its name (the file's), its design, and optionally ``arms`` whose union it
+    is (the top level then supplies their defaults); ``model_options`` go to every model."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
-    templates: Literal["all"] | list[str] = "all"
-    instances: list[int] = Field(default_factory=lambda: [0, 1], min_length=1,
-                                 max_length=MAX_INSTANCES)
-    focal_writes: Literal["all"] | list[str] = "all"
-    max_focal_writes: int | None = Field(default=None, ge=1, le=1000)
-    modes: Literal["all"] | list[str] = "all"
-    exclude_modes: list[str] = Field(default_factory=list)
-    contracts: Contracts = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    docs: Docs = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    instructions: Instructions = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    conditions: Conditions = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    operators: Operators = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
-    agents: Agents = Field(default_factory=lambda: [FROM_OPTION], min_length=1)
     model_options: dict[str, Any] = Field(default_factory=dict)
+    arms: Annotated[list[Arm], Field(min_length=1)] | None = None
 
     @field_validator("model_options")
     @classmethod
@@ -71,16 +153,10 @@ class ExperimentSpec(StrictModel):
             raise ValueError(str(exc)) from None
         return value
 
-    @field_validator("instances")
-    @classmethod
-    def _non_negative(cls, value: list[int]) -> list[int]:
-        if any(i < 0 for i in value):
-            raise ValueError("instances are numbered from 0")
-        if any(i > MAX_INSTANCE for i in value):
-            raise ValueError(f"instance numbers go up to {MAX_INSTANCE:,}")
-        if len(set(value)) != len(value):
-            raise ValueError("an instance is listed twice")
-        return value
+
+    def design(self) -> Design:
+        """The top level alone, as a design."""
+        return Design.model_construct(**{name: getattr(self, name) for name in DESIGN_FIELDS})
 
 
 @dataclass(frozen=True, order=True)
@@ -115,13 +191,16 @@ class EpisodeLabels:
 
 
 def episode_labels(episode: Episode, registry: SpecRegistry) -> EpisodeLabels:
-    """Keywords: template, mode, family, contract, condition, and the focal write's tool and
-    service (every service of the task for a fault-free episode). Markers: the family and, if
+    """Keywords: template, mode, family, contract, condition, the agent (``scripted-same_key``:
+    so ``-k scripted`` selects by agent even where the default agent is not in the test id),
+    and the focal write's tool and service (every service of the task for a fault-free
+    episode). Markers: the family and, if
     it has one, its class (SPEC §3)."""
     key, config = episode.key, episode.config
     task = registry.template(key.template).instantiate(key.instance)
     mode = registry.fault_mode(key.fault_mode)
-    keywords = {key.template, key.fault_mode, mode.family, config.contract, config.condition}
+    keywords = {key.template, key.fault_mode, mode.family, config.contract, config.condition,
+                config.agent.replace(":", "-")}
     reason = None
     if key.fault_mode != "none":
         focal = registry.catalog(config.contract).get(task.focal(key.focal_write).tool)
@@ -134,6 +213,49 @@ def episode_labels(episode: Episode, registry: SpecRegistry) -> EpisodeLabels:
     markers = (mode.family,) if fault_class is None else (mode.family, fault_class)
     return EpisodeLabels(keywords=frozenset(keywords), markers=markers, xfail_reason=reason,
                          spec_file=task.spec_file, spec_line=task.spec_line)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One design of an experiment, where it was written (``at``: the arm's path in the spec, or
+    the top level's ``()``) and what an error about it is called."""
+
+    design: Design
+    at: PathKey
+    label: str
+    sets: frozenset[str]
+    """The dimensions written at ``at``; the others come from the top level."""
+
+    def path(self, field: str) -> PathKey:
+        """Where ``field`` of this part was written: in the arm, or at the top level."""
+        return (*self.at, field) if field in self.sets else (field,)
+
+
+def compares_agents(episodes: Iterable[Episode]) -> bool:
+    """Whether the episodes run more than one agent (their item names then say which)."""
+    return len({e.config.agent for e in episodes}) > 1
+
+
+def agents_of_items(node_ids: Iterable[str], root: Path, registry: SpecRegistry,
+                    overrides: Mapping[str, str | None], defaults: RunConfig) -> set[str]:
+    """The agents the collected items ``node_ids`` (``specs/experiments/e3.yaml::<name>``)
+    run. The pytest-xdist controller collects nothing itself; it learns which agents the
+    workers selected (after ``-k`` and ``-m``) by expanding their experiment files again."""
+    by_file: dict[str, list[str]] = {}
+    for node_id in node_ids:
+        file, sep, name = node_id.partition("::")
+        if sep and file.endswith((".yaml", ".yml")):
+            by_file.setdefault(file, []).append(name)
+    agents: set[str] = set()
+    for file, names in by_file.items():
+        try:
+            experiment = load_experiment(root / file, registry)
+        except (SpecError, OSError):
+            continue  # not an experiment, or a broken one (collected as a spec-error item)
+        episodes = experiment.episodes(registry, overrides, defaults)
+        agent_of = {e.id: e.config.agent for e in episodes}
+        agents.update(agent_of[n] for n in names if n in agent_of)
+    return agents
 
 
 @dataclass
@@ -149,94 +271,163 @@ class Experiment:
     def line_of(self, field: str) -> int | None:
         return self.doc.line_of((field,))
 
+    def parts(self) -> list[Part]:
+        """The designs whose union the experiment is: its arms, or its top level alone."""
+        top = self.spec.design()
+        if not self.spec.arms:
+            return [Part(top, (), "the experiment", frozenset(DESIGN_FIELDS))]
+        parts = []
+        for i, arm in enumerate(self.spec.arms):
+            overrides = arm.overrides()
+            label = f"arm {arm.name!r}" if arm.name else f"arm {i + 1}"
+            parts.append(Part(top.model_copy(update=overrides), ("arms", i), label,
+                              frozenset(overrides)))
+        return parts
+
     def check_names(self, registry: SpecRegistry) -> None:
-        """Every template, mode and focal write it names exists; a SpecError names the line.
+        """Every template, mode and focal write each part names exists, every arm is named once
+        and adds episodes; a SpecError names the line.
 
         (Run-configuration values are validated with the spec itself, by :class:`RunConfig`'s
-        checks; see :class:`ExperimentSpec`.)
+        checks; see :class:`Design`.)
         """
-        spec = self.spec
-        if spec.templates != "all":
-            for i, name in enumerate(spec.templates):
-                if name not in registry.templates and name not in registry.template_errors:
-                    raise self.doc.error(("templates", i), f"unknown template {name!r}; valid: "
-                                         + ", ".join(sorted(registry.templates)))
-        if spec.modes != "all":
-            for i, mode in enumerate(spec.modes):
-                if mode not in registry.faults:
-                    raise self.doc.error(("modes", i), f"unknown fault mode {mode!r}; valid: "
-                                         + ", ".join(registry.faults))
-        for i, mode in enumerate(spec.exclude_modes):
-            if mode not in registry.faults:
-                raise self.doc.error(("exclude_modes", i), f"unknown fault mode {mode!r}")
-        if spec.focal_writes != "all":
-            known = {f.id for t in self._templates(registry) for inst in spec.instances
-                     for f in registry.template(t).instantiate(inst).focal_writes}
-            for i, focal in enumerate(spec.focal_writes):
-                if focal not in known and not self.broken_templates(registry):
-                    raise self.doc.error(("focal_writes", i),
-                                         f"unknown focal write {focal!r} in these templates")
+        self._check_arm_names()
+        for part in self.parts():
+            self._check_part(part, registry)
 
-    def _templates(self, registry: SpecRegistry) -> list[str]:
-        """The templates whose episodes run: those named (or all) that load and instantiate."""
-        return self._sorted_templates(registry)[0]
+    def _check_arm_names(self) -> None:
+        seen: set[str] = set()
+        for i, arm in enumerate(self.spec.arms or ()):
+            if arm.name is not None:
+                if arm.name in seen:
+                    raise self.doc.error(("arms", i, "name"),
+                                         f"two arms are named {arm.name!r}; arm names are unique")
+                seen.add(arm.name)
+
+    def _check_part(self, part: Part, registry: SpecRegistry) -> None:
+        design = part.design
+        if design.templates != "all":
+            for i, name in enumerate(design.templates):
+                if name not in registry.templates and name not in registry.template_errors:
+                    raise self.doc.error((*part.path("templates"), i),
+                                         f"unknown template {name!r}; valid: "
+                                         + ", ".join(sorted(registry.templates)))
+        if design.modes != "all":
+            for i, mode in enumerate(design.modes):
+                if mode not in registry.faults:
+                    raise self.doc.error((*part.path("modes"), i),
+                                         f"unknown fault mode {mode!r}; valid: "
+                                         + ", ".join(registry.faults))
+        for i, mode in enumerate(design.exclude_modes):
+            if mode not in registry.faults:
+                raise self.doc.error((*part.path("exclude_modes"), i),
+                                     f"unknown fault mode {mode!r}")
+        if design.focal_writes != "all":
+            known = {f.id for t in templates_of(design, registry) for inst in design.instances
+                     for f in registry.template(t).instantiate(inst).focal_writes}
+            for i, focal in enumerate(design.focal_writes):
+                if focal in known or self.broken_templates(registry):
+                    continue
+                if "focal_writes" in part.sets:
+                    raise self.doc.error((*part.path("focal_writes"), i),
+                                         f"unknown focal write {focal!r} in these templates")
+                raise self.doc.error(part.at, f"focal write {focal!r} (from the top level) is "
+                                     f"in none of the templates of {part.label}")
+        if part.at and not worlds_of(design, registry) and not self.broken_templates(registry):
+            raise self.doc.error(part.at, f"{part.label} has no episode: none of its modes "
+                                 "applies to its focal writes")
 
     def broken_templates(self, registry: SpecRegistry) -> list[SpecError]:
         """The errors of the templates this experiment names (or all) that do not load, or
         fail to instantiate one of its instances: their episodes are lost, and each error is
         reported once, not the whole run."""
-        return self._sorted_templates(registry)[1]
-
-    def _sorted_templates(self, registry: SpecRegistry) -> tuple[list[str], list[SpecError]]:
-        named = (sorted({*registry.templates, *registry.template_errors})
-                 if self.spec.templates == "all" else list(self.spec.templates))
-        usable, errors = [], []
-        for name in named:
-            try:
-                template = registry.template(name)
-                for instance in self.spec.instances:
-                    template.instantiate(instance)
-            except SpecError as exc:
-                errors.append(exc)
-            else:
-                usable.append(name)
-        return usable, errors
-
-    def modes(self, registry: SpecRegistry) -> list[str]:
-        modes = list(registry.faults) if self.spec.modes == "all" else list(self.spec.modes)
-        return [m for m in modes if m not in self.spec.exclude_modes]
+        errors: dict[str, SpecError] = {}
+        for part in self.parts():
+            for error in usable_templates(part.design, registry)[1]:
+                errors.setdefault(str(error), error)
+        return list(errors.values())
 
     def worlds(self, registry: SpecRegistry) -> list[EpisodeKey]:
         """The worlds of this experiment: applicable (template, instance, focal, mode) keys."""
-        return sorted(set(iter_worlds(registry, self._templates(registry), self.spec.instances,
-                                      self.spec.focal_writes, self.modes(registry),
-                                      self.spec.max_focal_writes)),
-                      key=lambda k: (k.template, k.instance, k.focal_write, k.fault_mode))
+        return sorted({k for part in self.parts() for k in worlds_of(part.design, registry)},
+                      key=world_order)
 
     def configs(self, overrides: Mapping[str, str | None], defaults: RunConfig
                 ) -> list[RunConfig]:
-        """Run configurations: the product of the dimensions, command-line values overriding."""
-        values: dict[str, list[str]] = {}
-        for dimension in DIMENSIONS:
-            field = CONFIG_FIELD[dimension]
-            override = overrides.get(field)
-            if override is not None:
-                values[field] = [override]
-                continue
-            listed = getattr(self.spec, dimension)
-            default = getattr(defaults, field)
-            values[field] = list(dict.fromkeys(default if v == FROM_OPTION else v
-                                               for v in listed))
-        configs = [RunConfig()]
-        for field, options in values.items():
-            configs = [c.model_copy(update={field: v}) for c in configs for v in options]
-        return configs
+        """Run configurations of every part (each a product; command-line values override)."""
+        found = {c: None for part in self.parts()
+                 for c in configs_of(part.design, overrides, defaults)}
+        return list(found)
 
     def episodes(self, registry: SpecRegistry, overrides: Mapping[str, str | None],
                  defaults: RunConfig) -> list[Episode]:
-        episodes = [Episode(key=k, config=c) for k in self.worlds(registry)
-                    for c in self.configs(overrides, defaults)]
+        """The union over the parts of worlds × run configurations, sorted."""
+        episodes: set[Episode] = set()
+        for part in self.parts():
+            configs = configs_of(part.design, overrides, defaults)
+            episodes.update(Episode(key=k, config=c) for k in worlds_of(part.design, registry)
+                            for c in configs)
         return sorted(episodes, key=Episode.sort_key)
+
+
+def world_order(key: EpisodeKey) -> tuple[str, int, str, str]:
+    return (key.template, key.instance, key.focal_write, key.fault_mode)
+
+
+def templates_of(design: Design, registry: SpecRegistry) -> list[str]:
+    """The templates whose episodes run: those named (or all) that load and instantiate."""
+    return usable_templates(design, registry)[0]
+
+
+def usable_templates(design: Design, registry: SpecRegistry
+                     ) -> tuple[list[str], list[SpecError]]:
+    """The templates ``design`` names (or all) that load and instantiate each of its
+    instances, and the errors of those that do not (a broken template costs only its own
+    episodes)."""
+    named = (sorted({*registry.templates, *registry.template_errors})
+             if design.templates == "all" else list(design.templates))
+    usable, errors = [], []
+    for name in named:
+        try:
+            template = registry.template(name)
+            for instance in design.instances:
+                template.instantiate(instance)
+        except SpecError as exc:
+            errors.append(exc)
+        else:
+            usable.append(name)
+    return usable, errors
+
+
+def modes_of(design: Design, registry: SpecRegistry) -> list[str]:
+    modes = list(registry.faults) if design.modes == "all" else list(design.modes)
+    return [m for m in modes if m not in design.exclude_modes]
+
+
+def worlds_of(design: Design, registry: SpecRegistry) -> set[EpisodeKey]:
+    return set(iter_worlds(registry, templates_of(design, registry), design.instances,
+                           design.focal_writes, modes_of(design, registry),
+                           design.max_focal_writes))
+
+
+def configs_of(design: Design, overrides: Mapping[str, str | None], defaults: RunConfig
+               ) -> list[RunConfig]:
+    """One design's run configurations: the product of its dimensions, a value given on the
+    command line replacing that dimension's list."""
+    values: dict[str, list[str]] = {}
+    for dimension in DIMENSIONS:
+        field = CONFIG_FIELD[dimension]
+        override = overrides.get(field)
+        if override is not None:
+            values[field] = [override]
+            continue
+        listed = getattr(design, dimension)
+        default = getattr(defaults, field)
+        values[field] = list(dict.fromkeys(default if v == FROM_OPTION else v for v in listed))
+    configs = [RunConfig()]
+    for field, options in values.items():
+        configs = [c.model_copy(update={field: v}) for c in configs for v in options]
+    return configs
 
 
 def iter_worlds(registry: SpecRegistry, templates: Iterable[str], instances: Iterable[int],
@@ -282,5 +473,6 @@ def find_experiment(name: str, registry: SpecRegistry) -> Path:
     return file
 
 
-__all__ = ["Episode", "EpisodeLabels", "Experiment", "ExperimentSpec", "SpecError",
-           "episode_labels", "iter_worlds", "load_experiment"]
+__all__ = ["Arm", "Design", "Episode", "EpisodeLabels", "Experiment", "ExperimentSpec",
+           "SpecError", "agents_of_items", "compares_agents", "episode_labels",
+           "iter_worlds", "load_experiment"]

@@ -13,7 +13,6 @@ else about a mode (its response, cost, family) is data in ``specs/faults/modes.y
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,13 @@ from typing import Any
 from limbo_plugin.contracts import ToolDefinition
 from limbo_plugin.records import FaultReport
 from limbo_plugin.spec.models import Execute, FaultModeSpec, FocalTrigger
-from limbo_plugin.toolapi import ToolCall, ToolResult, normalize_arguments, tool_error
+from limbo_plugin.toolapi import (
+    ToolCall,
+    ToolResult,
+    detached,
+    normalize_arguments,
+    tool_error,
+)
 from limbo_plugin.world.seeds import rng_for
 from limbo_plugin.world.world import ExecutionResult, Request, World
 
@@ -77,13 +82,13 @@ class FaultTransport:
             return tool_error("invalid_arguments", f"{call.name}: {problem}")
         if world.is_general(call.name):
             body, is_error = world.call_general(call.name, args)
-            return ToolResult(copy.deepcopy(body), is_error)
+            return ToolResult(detached(body), is_error)
         request = world.open_request(call.name, args, call.origin, call.seq)
         body, is_error, cost = self._handle(request, definition)
         request.response, request.is_error = body, is_error
         world.clock.advance(cost)
         # A detached copy: reads return the world's own records, which a caller must not alter.
-        return ToolResult(copy.deepcopy(body), is_error)
+        return ToolResult(detached(body), is_error)
 
     def start_outage(self, service: str, *, until: float) -> None:
         """Refuse every call to ``service`` until simulated time ``until``."""
@@ -104,7 +109,7 @@ class FaultTransport:
         until = self._outages.get(definition.service)
         if until is not None and world.clock.now < until and self.plan is not None:
             request.fate = "not_executed"
-            return copy.deepcopy(self.plan.mode.response or {}), True, CALL_COST_S
+            return detached(self.plan.mode.response or {}), True, CALL_COST_S
         error = world.validate(request.tool, request.args)
         if error is not None:
             request.fate = "rejected"
@@ -148,7 +153,7 @@ class FaultTransport:
                  body: dict[str, Any] | None) -> tuple[dict[str, Any], bool, float]:
         cost = mode.cost_s
         if mode.response_kind == "error" or body is None:
-            return copy.deepcopy(mode.response or {}), True, cost
+            return detached(mode.response or {}), True, cost
         if mode.response_kind == "drifted":
             drifted = {"object": definition.contract.record_noun.replace(" ", "_"),
                        "data": body, "api_version": mode.drifted_api_version}

@@ -10,8 +10,11 @@ the gate.
 from __future__ import annotations
 
 import enum
+import gc
 import itertools
 import math
+import signal
+import threading
 import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -20,17 +23,24 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from limbo_plugin.errors import LimboError, SpecError, UsageError
-from limbo_plugin.records import RUN_FIELDS, EpisodeRecord
-from limbo_plugin.report.records import read_records, shown_path
+from limbo_plugin.records import RUN_FIELDS
+from limbo_plugin.report.records import shown_path
 
 if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay cheap
     from limbo_plugin.agents.options import AgentOptions
     from limbo_plugin.experiments import Episode, EpisodeLabels, Experiment
+    from limbo_plugin.records import EpisodeRecord
     from limbo_plugin.report.gate import GateResult, GateSpec
+    from limbo_plugin.report.outcomes import Outcome
     from limbo_plugin.report.records import CostMeter, RecordWriter
+    from limbo_plugin.runconfig import RunConfig
+    from limbo_plugin.sharding import Shard
     from limbo_plugin.spec.registry import SpecRegistry
 
-RECORD_PROPERTY = "limbo_record"
+RECORD_ATTRIBUTE = "limbo_record"
+"""The teardown report of an episode carries its record's JSON line under this attribute: it
+travels from an xdist worker to the controller once, and the controller takes it off the report
+(which pytest keeps to the end of the run) as it writes the line."""
 SKIP_PROPERTY = "limbo_skip"
 
 
@@ -71,6 +81,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "limbo_episode_timeout": ("--limbo-episode-timeout", "wall-clock limit of one episode in "
                               "seconds, any agent (default 1800; 0: none); exceeding it is an "
                               "infrastructure error"),
+    "limbo_shard": ("--limbo-shard", "run shard K of N (K from 0) of the collected episodes: "
+                    "every world's episodes on one shard, balanced by expected cost; "
+                    "env:VAR/N reads K from $VAR (e.g. env:JOB_COMPLETION_INDEX/4)"),
 }
 DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl"}
 PREVIOUS = "previous"
@@ -115,9 +128,7 @@ class LimboState:
     a :class:`UsageError`), and, on the controller, the collected records."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from limbo_plugin.experiments import find_experiment
-        from limbo_plugin.runconfig import RunConfig
-        from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
+        from limbo_plugin.spec.registry import default_specs_dir
 
         self.config = config
         root = Path(str(config.rootpath))
@@ -125,17 +136,17 @@ class LimboState:
         candidate = root / "specs"
         self.specs_dir = Path(specs).resolve() if specs else (
             candidate if (candidate / "services").is_dir() else default_specs_dir())
-        self.registry: SpecRegistry | None = None
+        self._registry: SpecRegistry | None = None
         self.spec_error: SpecError | None = None
-        try:
-            self.registry = SpecRegistry.load(self.specs_dir)
-        except SpecError as exc:
-            # A broken spec is reported by collection as one failing item (with its file and
-            # line), not as a dead session: ``pytest tests`` must still run.
-            self.spec_error = exc
+        self.specs_loaded = False
         self.experiment = option(config, "experiment") or "default"
-        if self.registry is not None:
-            find_experiment(self.experiment, self.registry)
+        self.collects_specs = collects_specs(config, self.specs_dir)
+        self.only_specs = collects_only_specs(config, self.specs_dir)
+        self.sigterm_handler: Any = None
+        if self.collects_specs:
+            # Validated now, before the first episode; a run that collects no specs (``pytest
+            # tests``) loads them only if something asks (see :attr:`registry`).
+            self.load_specs()
         self.root = root
         self.records_path = _resolve(root, option(config, "limbo_records") or "")
         gate = option(config, "limbo_gate")
@@ -151,11 +162,14 @@ class LimboState:
         """What the user must know before the run (records moved, a torn line repaired)."""
         self.rotated_to: Path | None = None
         self.overrides = {name: option(config, name) for name in RUN_FIELDS}
-        given = {name: value for name, value in self.overrides.items() if value is not None}
-        self.defaults = RunConfig.parse(given, registry=self.registry)
+        self._defaults: RunConfig | None = None
+        if self.collects_specs:
+            self._defaults = self._run_defaults()
         from limbo_plugin.agents.options import parse_model_options
 
         self.model_options = parse_model_options(config.getoption("limbo_model_options") or [])
+        shard = option(config, "limbo_shard")
+        self.shard = _shard(shard) if shard else None
         cost = option(config, "limbo_cost_limit")
         self.cost_limit = _positive_float("--limbo-cost-limit", cost) if cost else None
         self.episode_timeout = _time_limit(option(config, "limbo_episode_timeout"))
@@ -168,24 +182,71 @@ class LimboState:
             "reports_dir": str(self.records_path.parent),  # harness transcripts go here
         })
         self.done: set[tuple[str, str]] = set()
-        self.previous: dict[tuple[str, str], EpisodeRecord] = {}
-        self.records: dict[tuple[str, str], EpisodeRecord] = {}
+        self.previous: dict[tuple[str, str], Outcome] = {}
+        self.outcomes: dict[tuple[str, str], Outcome] = {}
+        """This run's episodes, one slim row each (the JSONL file holds the records)."""
         self.writer: RecordWriter | None = None
         self.cost_meter: CostMeter | None = None
         self.gate_result: GateResult | None = None
         self.skips: dict[SkipReason, int] = {}
         self.started = time.monotonic()
         self.selected: set[tuple[str, str]] = set()
-        self.baseline: list[EpisodeRecord] = []
+        self.baseline: list[Outcome] = []
         self.stopped_early = False
 
-    def remember_done(self, records: list[EpisodeRecord]) -> None:
+    def remember_done(self, outcomes: list[Outcome]) -> None:
         """On resume: the episodes already recorded without an error are not run again."""
-        for record in records:
-            if record.error is None:
-                key = (record.episode_id, record.fingerprint())
-                self.done.add(key)
-                self.previous[key] = record
+        for outcome in outcomes:
+            if outcome.error is None:
+                self.done.add(outcome.identity)
+                if not self.is_worker:
+                    self.previous[outcome.identity] = outcome
+
+    def load_specs(self) -> None:
+        """Load and check the spec tree once; a broken one is kept as :attr:`spec_error`."""
+        from limbo_plugin.experiments import find_experiment
+        from limbo_plugin.spec.registry import SpecRegistry
+
+        if self.specs_loaded:
+            return
+        self.specs_loaded = True
+        try:
+            self._registry = SpecRegistry.load(self.specs_dir)
+        except SpecError as exc:
+            # A broken spec is reported by collection as one failing item (with its file and
+            # line), not as a dead session: ``pytest tests`` must still run.
+            self.spec_error = exc
+            return
+        find_experiment(self.experiment, self._registry)
+        for name, description in self._registry.fault_markers().items():
+            self.config.addinivalue_line("markers", f"{name}: Limbo episodes: {description}")
+
+    def _run_defaults(self) -> RunConfig:
+        from limbo_plugin.runconfig import RunConfig
+
+        given = {name: value for name, value in self.overrides.items() if value is not None}
+        return RunConfig.parse(given, registry=self.registry)
+
+    @property
+    def defaults(self) -> RunConfig:
+        """The run configuration the options give, checked against the specs (on first use in
+        a run that collects no specs)."""
+        if self._defaults is None:
+            try:
+                self._defaults = self._run_defaults()
+            except UsageError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self._defaults
+
+    @property
+    def registry(self) -> SpecRegistry | None:
+        """The spec registry, loaded on first use; ``None`` when the spec tree is broken."""
+        if not self.specs_loaded:
+            try:
+                self.load_specs()
+            except UsageError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self._registry
 
     @property
     def family_order(self) -> tuple[str, ...]:
@@ -222,6 +283,12 @@ def parse_agent_options(values: dict[str, Any]) -> AgentOptions:
         raise UsageError(f"{flag}: {error['msg'].lower()}, got {error['input']!r}") from None
 
 
+def _shard(raw: str) -> Shard:
+    from limbo_plugin.sharding import Shard
+
+    return Shard.parse(raw)
+
+
 def _positive_float(name: str, raw: str) -> float:
     try:
         value = float(raw)
@@ -255,15 +322,16 @@ def pytest_configure(config: pytest.Config) -> None:
         if not state.is_worker:
             prepare_controller(config, state)
         elif state.resume:
-            state.remember_done(read_records(state.records_path))
+            from limbo_plugin.report.outcomes import read_outcomes
+
+            state.remember_done(read_outcomes(state.records_path))
     except (LimboError, OSError) as exc:
         # One line naming the option and what would be valid, before any episode runs.
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
-    if state.registry is not None:  # a broken spec tree collects as one error item instead
-        for name, description in state.registry.fault_markers().items():
-            config.addinivalue_line("markers", f"{name}: Limbo episodes: {description}")
     config.pluginmanager.register(SpecErrorPolicy(), "limbo-spec-errors")
+    if state.only_specs:
+        lean_spec_run(config)
     if not state.is_worker:
         from limbo_plugin.report.records import RecordWriter
 
@@ -271,6 +339,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(LimboController(state), "limbo-controller")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(RunIdToWorkers(state.run_id), "limbo-run-id")
+        sync_on_sigterm(state)
     if state.cost_limit is not None:
         from limbo_plugin.report.records import CostMeter
 
@@ -280,11 +349,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def prepare_controller(config: pytest.Config, state: LimboState) -> None:
     """Everything that can go wrong with the records, the baseline and the gate is found here,
     before the first episode runs (with a real model, a wasted budget otherwise)."""
+    from limbo_plugin.report.outcomes import scan_outcomes
     from limbo_plugin.report.records import (
         check_records_path,
         repair_torn_tail,
         rotate,
-        scan_records,
     )
 
     check_records_path(state.records_path)
@@ -297,10 +366,10 @@ def prepare_controller(config: pytest.Config, state: LimboState) -> None:
         if repaired:
             state.notices.append(repaired)
         try:
-            state.remember_done(scan_records(state.records_path).records)
+            state.remember_done(scan_outcomes(state.records_path).records)
         except LimboError as exc:
             raise UsageError(f"--limbo-resume: {exc}; fix or remove that line") from None
-    elif not config.option.collectonly and collects_specs(config, state.specs_dir):
+    elif not config.option.collectonly and state.collects_specs:
         moved = rotate(state.records_path)
         if moved is not None:
             state.rotated_to = moved
@@ -326,10 +395,11 @@ def load_gate_option(state: LimboState) -> GateSpec:
         raise UsageError(f"--limbo-gate: {exc.render(state.root)}") from None
 
 
-def load_baseline(state: LimboState) -> tuple[Path, list[EpisodeRecord]]:
+def load_baseline(state: LimboState) -> tuple[Path, list[Outcome]]:
     """The baseline's path and records, read before the records file is rotated: ``previous``
     is the file this run is about to replace (on resume, the latest one in its history)."""
-    from limbo_plugin.report.records import previous_records, scan_records
+    from limbo_plugin.report.outcomes import scan_outcomes
+    from limbo_plugin.report.records import previous_records
 
     value = state.baseline_option or ""
     if value == PREVIOUS:
@@ -345,7 +415,7 @@ def load_baseline(state: LimboState) -> tuple[Path, list[EpisodeRecord]]:
             raise UsageError(f"--limbo-baseline: {shown_path(path)}: {what}; give a records file "
                              f"of an earlier run, or 'previous'")
     try:
-        records = scan_records(path).records
+        records = scan_outcomes(path).records
     except LimboError as exc:
         raise UsageError(f"--limbo-baseline: {exc}") from None
     if not records:
@@ -401,21 +471,72 @@ class RunIdToWorkers:
         node.workerinput["limbo_run_id"] = self.run_id
 
 
+def _targets(config: pytest.Config) -> list[Path]:
+    base = Path(config.invocation_params.dir)
+    return [(base / arg.split("::")[0]).resolve() for arg in config.args]
+
+
 def collects_specs(config: pytest.Config, specs_dir: Path) -> bool:
     """Whether this invocation collects experiments (``pytest tests`` must not touch reports/)."""
-    for arg in config.args:
-        target = Path(arg.split("::")[0])
-        target = (target if target.is_absolute() else Path(config.invocation_params.dir) /
-                  target).resolve()
-        if target == specs_dir or specs_dir in target.parents or target in specs_dir.parents:
-            return True
-    return False
+    return any(target == specs_dir or specs_dir in target.parents or target in specs_dir.parents
+               for target in _targets(config))
+
+
+def collects_only_specs(config: pytest.Config, specs_dir: Path) -> bool:
+    """Whether every path this invocation collects lies in the specs (no Python tests)."""
+    targets = _targets(config)
+    return bool(targets) and all(t == specs_dir or specs_dir in t.parents for t in targets)
+
+
+UNUSED_IN_SPEC_RUNS = ("hypothesispytest",)
+"""Plugins with nothing to do where only episodes run. Hypothesis' imports all of Hypothesis in
+its terminal summary (0.3-2 s a run), whether or not a test used it."""
+
+
+def lean_spec_run(config: pytest.Config) -> None:
+    """In a run of episodes only: unregister :data:`UNUSED_IN_SPEC_RUNS`."""
+    manager = config.pluginmanager
+    for name in UNUSED_IN_SPEC_RUNS:
+        plugin = manager.get_plugin(name)
+        if plugin is not None:
+            manager.unregister(plugin=plugin, name=name)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = session.config.stash.get(STATE, None)
+    if state is not None and state.only_specs:
+        # Everything collected lives to the end of the session: leave it out of the cyclic
+        # collector's full passes, which otherwise re-scan every item after each few episodes.
+        gc.freeze()
+
+
+def sync_on_sigterm(state: LimboState) -> None:
+    """SIGTERM (a cancelled CI job, an evicted pod) syncs the record file and then stops the run
+    as Ctrl-C does, so the summary is written; only where nobody else handles SIGTERM."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process
+        if state.writer is not None:
+            state.writer.sync()
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    state.sigterm_handler = on_sigterm
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
-    if state is not None and state.writer is not None:
+    if state is None:
+        return
+    if state.writer is not None:
         state.writer.close()
+    if (state.sigterm_handler is not None
+            and signal.getsignal(signal.SIGTERM) is state.sigterm_handler):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 # -- collection ----------------------------------------------------------------------------------
@@ -462,15 +583,21 @@ class ExperimentFile(pytest.File):
         registry = state.specs
         episodes = experiment.episodes(registry, state.overrides, state.defaults)
         model_options = {**experiment.spec.model_options, **state.model_options}
+        marks: dict[str | None, pytest.MarkDecorator] = {}  # one mark object per kind, shared
         for episode in episodes:
             labels = episode_labels(episode, registry)
             item = EpisodeItem.from_parent(self, name=episode.id, episode=episode,
                                            model_options=model_options, labels=labels)
             if labels.xfail_reason:
-                item.add_marker(pytest.mark.xfail(reason=labels.xfail_reason, strict=False,
-                                                  raises=EpisodeFailure))
+                reason = labels.xfail_reason
+                if reason not in marks:
+                    marks[reason] = pytest.mark.xfail(reason=reason, strict=False,
+                                                      raises=EpisodeFailure)
+                item.add_marker(marks[reason])
             for marker in labels.markers:
-                item.add_marker(getattr(pytest.mark, marker))
+                if marker not in marks:
+                    marks[marker] = getattr(pytest.mark, marker)
+                item.add_marker(marks[marker])
             item.extra_keyword_matches.update(labels.keywords)
             yield item
 
@@ -529,8 +656,12 @@ class SpecErrorPolicy:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """An episode's failure or infrastructure error is its message, in every phase: pytest
-    would show the plugin's own source lines for an error raised in setup."""
+    would show the plugin's own source lines for an error raised in setup. The teardown
+    report also carries the episode's record line to the controller
+    (:meth:`EpisodeItem.hand_over`)."""
     report = yield
+    if call.when == "teardown" and isinstance(item, EpisodeItem):
+        item.hand_over(report)
     excinfo = call.excinfo
     if isinstance(item, EpisodeItem) and excinfo is not None and isinstance(
             excinfo.value, EpisodeFailure | InfrastructureFailure | LimboError):
@@ -558,8 +689,9 @@ class EpisodeItem(pytest.Item):
         super().__init__(**kwargs)
         self.episode = episode
         self.model_options = model_options
-        self.labels = labels
+        self.spec_file, self.spec_line = labels.spec_file, labels.spec_line  # for reportinfo
         self.record: EpisodeRecord | None = None
+        self.record_line: str | None = None
 
     def skip(self, reason: SkipReason, message: str) -> None:
         self.user_properties.append((SKIP_PROPERTY, reason.value))
@@ -581,7 +713,7 @@ class EpisodeItem(pytest.Item):
                              time_limit_s=state.episode_timeout)
         record.run_id = state.run_id
         self.record = record
-        self.user_properties.append((RECORD_PROPERTY, record.model_dump_json()))
+        self.record_line = record.model_dump_json()
         if record.error is not None:
             raise InfrastructureFailure(record.error)
 
@@ -604,25 +736,52 @@ class EpisodeItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
-        line = None if self.labels.spec_line is None else self.labels.spec_line - 1
-        return Path(self.labels.spec_file or self.path), line, f"episode {self.name}"
+        line = None if self.spec_line is None else self.spec_line - 1
+        return Path(self.spec_file or self.path), line, f"episode {self.name}"
+
+    def hand_over(self, report: pytest.TestReport) -> None:
+        """Put the record's line on the teardown report and let go of the record: an item
+        lives to the end of the session, its record only until it is reported."""
+        if self.record_line is not None:
+            setattr(report, RECORD_ATTRIBUTE, self.record_line)
+        self.record = None
+        self.record_line = None
 
 
 # -- reporting (controller only) -----------------------------------------------------------------
+@pytest.hookimpl(trylast=True)  # after -k and -m: a shard is a share of what was selected
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
     state = config.stash.get(STATE, None)
     if state is None:
         return
+    if state.shard is not None:
+        keep_shard(config, state, items)
     state.selected = {(i.episode.key.id, i.episode.config.fingerprint()) for i in items
                       if isinstance(i, EpisodeItem)}
 
 
-def all_records(state: LimboState) -> list[EpisodeRecord]:
-    """This run's records plus, on resume, the earlier ones of the selected episodes."""
+def keep_shard(config: pytest.Config, state: LimboState, items: list[pytest.Item]) -> None:
+    """Deselect the episodes of other shards (other items, e.g. a broken spec's, stay)."""
+    from limbo_plugin.sharding import shard_of_each
+
+    assert state.shard is not None
+    episodes = [item for item in items if isinstance(item, EpisodeItem)]
+    if not episodes:
+        return
+    shards = shard_of_each([item.episode for item in episodes], state.specs, state.shard.count)
+    elsewhere = {id(item) for item, shard in zip(episodes, shards, strict=True)
+                 if shard != state.shard.index}
+    if elsewhere:
+        config.hook.pytest_deselected(items=[i for i in items if id(i) in elsewhere])
+        items[:] = [i for i in items if id(i) not in elsewhere]
+
+
+def all_outcomes(state: LimboState) -> list[Outcome]:
+    """This run's episodes plus, on resume, the earlier ones of the selected episodes."""
     merged = {k: v for k, v in state.previous.items() if not state.selected or
               k in state.selected}
-    merged.update(state.records)
+    merged.update(state.outcomes)
     return list(merged.values())
 
 
@@ -631,16 +790,46 @@ class LimboController:
 
     def __init__(self, state: LimboState) -> None:
         self.state = state
+        self.checked_agents = False
+        self._terminal_stats: dict[str, list[Any]] | None = None
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None]:
+        self.take_record(report)
+        yield
+        self.forget_empty_phase(report)
+
+    def forget_empty_phase(self, report: pytest.TestReport) -> None:
+        """Drop an episode's passed setup or teardown report, with no captured output, from
+        the terminal reporter's statistics, which keep every report to the end of the run.
+
+        Nothing is printed from them; but they are two thirds of the reports, and pytest's
+        failure summary scans every kept report once per failure (pytest-dev/pytest#13360):
+        at 50,000 episodes with 16% failing, that scan took longer than the episodes.
+        """
+        if report.when == "call" or not report.passed or report.sections:
+            return
+        if Path(report.nodeid.split("::", 1)[0]).parent.name != "experiments":
+            return
+        if self._terminal_stats is None:
+            reporter = self.state.config.pluginmanager.get_plugin("terminalreporter")
+            self._terminal_stats = getattr(reporter, "stats", None) or {}
+        kept = self._terminal_stats.get("")
+        if kept and kept[-1] is report:
+            kept.pop()
+
+    def take_record(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
             return
+        line = report.__dict__.pop(RECORD_ATTRIBUTE, None)
+        if line is not None and self.state.writer is not None:
+            from limbo_plugin.report.outcomes import Outcome
+
+            self.state.writer.write(line)
+            outcome = Outcome.from_json(line)
+            self.state.outcomes[outcome.identity] = outcome
         for name, value in report.user_properties:
-            if name == RECORD_PROPERTY and self.state.writer is not None:
-                self.state.writer.write(str(value))
-                record = EpisodeRecord.model_validate_json(str(value))
-                self.state.records[(record.episode_id, record.fingerprint())] = record
-            elif name == SKIP_PROPERTY:
+            if name == SKIP_PROPERTY:
                 reason = SkipReason(str(value))
                 self.state.skips[reason] = self.state.skips.get(reason, 0) + 1
 
@@ -649,6 +838,28 @@ class LimboController:
         if reporter is not None:
             for notice in self.state.notices:
                 reporter.write_line(f"limbo: {notice}", yellow=True)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first episode: every selected agent can run on this machine (a harness
+        CLI is installed). Under xdist the controller has no items; it checks the workers'
+        collection instead (below)."""
+        if session.config.option.collectonly or session.config.pluginmanager.has_plugin(
+                "dsession"):
+            return
+        require_ready({i.episode.config.agent for i in session.items
+                       if isinstance(i, EpisodeItem)})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if self.checked_agents or self.state.registry is None:
+            return  # checked once; a broken spec tree is reported by its error item
+        self.checked_agents = True
+        from limbo_plugin.experiments import agents_of_items
+
+        root = Path(str(self.state.config.rootpath))
+        require_ready(agents_of_items(ids, root, self.state.registry, self.state.overrides,
+                                      self.state.defaults))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -668,12 +879,22 @@ class LimboController:
             print_summary(terminalreporter, self.state)
 
 
+def require_ready(agents: set[str]) -> None:
+    """Stop the run, before any episode, with one line if an agent cannot run here."""
+    from limbo_plugin.agents.registry import check_ready
+
+    try:
+        check_ready(agents)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def apply_gate(session: pytest.Session, state: LimboState, gate: GateSpec,
                exitstatus: int) -> None:
     from limbo_plugin.report.gate import run_gate
 
     baseline = state.baseline if state.baseline_path is not None else None
-    result = run_gate(gate, all_records(state), family_order=state.family_order,
+    result = run_gate(gate, all_outcomes(state), family_order=state.family_order,
                       baseline=baseline)
     state.gate_result = result
     # With a gate, its verdict decides CI: episode failures alone no longer fail the run, but
@@ -691,7 +912,7 @@ def _errors(session: pytest.Session) -> bool:
 
 
 def print_summary(terminalreporter: Any, state: LimboState) -> None:
-    records = all_records(state)
+    records = all_outcomes(state)
     if not records and state.gate_result is None:
         return
     from limbo_plugin.report.aggregate import summarize
@@ -708,7 +929,7 @@ def print_summary(terminalreporter: Any, state: LimboState) -> None:
         for line in render_text(summary):
             write(line)
         json_path, md_path = write_summary(summary, state.records_path)
-        write(f"Records: {shown_path(state.records_path)} ({len(state.records)} new this run, "
+        write(f"Records: {shown_path(state.records_path)} ({len(state.outcomes)} new this run, "
               f"run id {state.run_id}). Summary: {shown_path(json_path)}, {shown_path(md_path)}")
     if state.rotated_to is not None:
         write(f"The previous records are kept in {shown_path(state.rotated_to)} "

@@ -9,6 +9,7 @@ canonical text (:meth:`ToolResult.text`) is what "byte-identical observations" c
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from dataclasses import dataclass, field
@@ -215,3 +216,19 @@ class ToolCaller(Protocol):
     """Anything that answers tool calls: the transport, a middleware condition, a session."""
 
     def call(self, call: ToolCall) -> ToolResult: ...
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def detached(value: Any) -> Any:
+    """A deep copy of a JSON value (what services answer), several times faster than
+    :func:`copy.deepcopy`, which it falls back to for anything else."""
+    kind = type(value)
+    if kind is dict:
+        return {key: detached(item) for key, item in value.items()}
+    if kind is list:
+        return [detached(item) for item in value]
+    if kind in _ATOMS:
+        return value
+    return copy.deepcopy(value)

@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "limbo_plugin"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("errors", "toolapi", "templating", "stats")),
+    ("core", ("errors", "extras", "toolapi", "templating", "stats")),
     ("spec vocabulary", ("spec.loader", "spec.models", "spec")),
     ("contracts", ("contracts", "readback")),
     ("world", ("world",)),
@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("server", ("server",)),
     ("agents", ("agents",)),
     ("run configuration", ("runconfig",)),
-    ("episodes", ("episode", "experiments", "sandbox")),
+    ("episodes", ("episode", "experiments", "sandbox", "sharding")),
     ("reports", ("report",)),
     ("entry points", ("plugin", "cli", "testing", "")),
 ]

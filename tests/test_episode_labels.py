@@ -23,7 +23,7 @@ def test_labels_of_a_faulted_episode(registry: SpecRegistry) -> None:
     labels = episode_labels(episode("incident_open", "ticket", "timeout_late",
                                     condition="guard"), registry)
     assert labels.keywords == {"incident_open", "timeout_late", "late_commit", "native",
-                               "guard", "tickets_create", "tickets"}
+                               "guard", "tickets_create", "tickets", "scripted-verify_first"}
     assert labels.markers == ("late_commit", "unresolvable")
     assert labels.xfail_reason is None
     assert labels.spec_file.endswith("incident_open.yaml") and labels.spec_line == 1

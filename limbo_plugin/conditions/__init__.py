@@ -6,6 +6,8 @@ what it wraps around the transport, whether it reads ground truth, its prompt ch
 :func:`~limbo_plugin.conditions.registry.find_condition` finds them:
 
 - :mod:`~limbo_plugin.conditions.prompts`: ``vanilla``, ``aware``, ``reflect`` (prompt only);
+- :mod:`~limbo_plugin.conditions.wording`: ``paraphrase_1`` … ``paraphrase_3``, the system
+  prompt reworded (prompt only; E4);
 - :mod:`~limbo_plugin.conditions.retry`: ``sdk_retry`` and ``rules`` (transparent retries);
 - :mod:`~limbo_plugin.conditions.vbr`: ``vbr`` (verify before an identical re-issue);
 - :mod:`~limbo_plugin.conditions.wait`: ``wait_<Δ>`` (vbr with the read-back deferred);

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from limbo_plugin.records import EpisodeRecord
+from limbo_plugin.report.outcomes import GradedEpisode
 from limbo_plugin.stats import rate_with_interval
 
 METRICS = ("duplicate_rate", "eos_rate", "ts_rate", "overclaim_rate")
@@ -76,20 +76,20 @@ class Summary:
         }
 
 
-def config_label(record: EpisodeRecord) -> str:
+def config_label(record: GradedEpisode) -> str:
     r = record
     return (f"agent={r.agent} contract={r.contract} docs={r.docs} instruction={r.instruction} "
             f"condition={r.condition} operator={r.operator}")
 
 
-def summarize(records: Iterable[EpisodeRecord], *, family_order: Sequence[str]) -> Summary:
+def summarize(records: Iterable[GradedEpisode], *, family_order: Sequence[str]) -> Summary:
     """Rows per configuration and family, families in ``family_order`` (the fault spec's, from
     :attr:`~limbo_plugin.spec.registry.SpecRegistry.family_order`), any others after them by name.
 
     Order-independent: the same set of records always gives the same summary.
     """
     summary = Summary()
-    by_group: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    by_group: dict[str, list[GradedEpisode]] = defaultdict(list)
     for record in sorted(records, key=lambda r: (r.episode_id, r.fingerprint())):
         summary.total += 1
         if record.usage:
@@ -113,7 +113,7 @@ def summarize(records: Iterable[EpisodeRecord], *, family_order: Sequence[str]) 
     return summary
 
 
-def family_row(family: str, records: list[EpisodeRecord]) -> FamilyRow:
+def family_row(family: str, records: list[GradedEpisode]) -> FamilyRow:
     counted = records if family == "none" else [r for r in records if r.fired]
 
     def outcomes(test: Any) -> dict[str, list[bool]]:

@@ -89,6 +89,29 @@ def outcome_of(row: EpisodeRow) -> str:
     return "failed"
 
 
+VARIANTS = {"docs": "default", "instruction": "default", "operator": "truthful"}
+"""The documentation, instruction and operator variants, each with its default value."""
+
+
+def varying_variants(rows: Sequence[EpisodeRow]) -> list[str]:
+    """Which of the documentation, instruction and operator variants take more than one value.
+
+    Tables keyed by condition and contract split their rows by these too: pooling E4's
+    documentation or operator variants (or E6's ``no_cue``) into E2's ``vanilla`` row would
+    report a rate that belongs to no configuration."""
+    return [name for name in VARIANTS if len({getattr(r, name) for r in rows}) > 1]
+
+
+def variant_values(row: EpisodeRow, names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(getattr(row, name) for name in names)
+
+
+def variant_rank(values: Sequence[str], names: Sequence[str]) -> tuple[tuple[bool, str], ...]:
+    """Defaults first, then the other values alphabetically."""
+    return tuple((value != VARIANTS[name], value) for value, name in zip(values, names,
+                                                                          strict=True))
+
+
 def varying_config_fields(rows: Sequence[EpisodeRow]) -> list[str]:
     """The configuration fields that take more than one value (the agent always counts)."""
     out = ["agent"]

@@ -158,7 +158,13 @@ def figure_waiting(table: Table, directory: Path) -> tuple[Path, ...]:
     """One panel per delay distribution; colour = condition, marker = contract variant."""
     plt = _pyplot()
     delays = [d for d in ("fixed", "tail") if any(r["delay"] == d for r in table.rows)]
-    conditions = list(dict.fromkeys(str(r["condition"]) for r in table.rows))
+    variants = [c.key for c in table.columns  # documentation, instruction, operator, if split
+                if c.kind == "text" and c.key not in ("delay", "contract", "condition")]
+
+    def condition_of(r: dict) -> str:
+        return " / ".join(str(r[k]) for k in ("condition", *variants))
+
+    conditions = list(dict.fromkeys(condition_of(r) for r in table.rows))
     contracts = list(dict.fromkeys(str(r["contract"]) for r in table.rows))
     colours = plt.get_cmap("tab10")
     markers = "osD^v<>"
@@ -174,7 +180,7 @@ def figure_waiting(table: Table, directory: Path) -> tuple[Path, ...]:
             err = [[y - 100 * (rate.low or 0.0)], [100 * (rate.high or 0.0) - y]]
             ax.errorbar([x], [y], yerr=err, capsize=2, linestyle="none",
                         marker=markers[contracts.index(str(r["contract"])) % len(markers)],
-                        color=colours(conditions.index(str(r["condition"])) % 10))
+                        color=colours(conditions.index(condition_of(r)) % 10))
         ax.set_title(f"{delay} delay")
         ax.set_xlabel("mean simulated episode time (min)")
         ax.set_ylim(0, 105)

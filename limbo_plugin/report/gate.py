@@ -18,8 +18,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from limbo_plugin.errors import SpecError
-from limbo_plugin.records import EpisodeRecord
 from limbo_plugin.report.aggregate import ALL_FAULTED, METRICS, Summary, summarize
+from limbo_plugin.report.outcomes import GradedEpisode
 from limbo_plugin.spec.loader import load_yaml, validate
 from limbo_plugin.spec.models import StrictModel
 from limbo_plugin.stats import holm, mcnemar_exact
@@ -117,8 +117,9 @@ def load_gate(path: str | Path, *, families: Sequence[str] | None = None) -> Gat
     return gate
 
 
-def run_gate(gate: GateSpec, records: Sequence[EpisodeRecord], *, family_order: Sequence[str],
-             baseline: Sequence[EpisodeRecord] | None = None) -> GateResult:
+def run_gate(gate: GateSpec, records: Sequence[GradedEpisode], *,
+             family_order: Sequence[str], baseline: Sequence[GradedEpisode] | None = None
+             ) -> GateResult:
     """The gate's verdict on ``records``: its thresholds on their aggregate and, with a
     ``baseline`` run, the paired comparison with it. No records at all is a failed check."""
     result = GateResult(gate=gate.name)
@@ -174,7 +175,7 @@ def evaluate_thresholds(gate: GateSpec, summary: Summary) -> list[Check]:
     return checks
 
 
-def _outcome(record: EpisodeRecord, which: str) -> bool:
+def _outcome(record: GradedEpisode, which: str) -> bool:
     if which == "eos":
         return record.eos
     if which == "no_duplicate":
@@ -182,13 +183,13 @@ def _outcome(record: EpisodeRecord, which: str) -> bool:
     return record.passed
 
 
-def _pair_key(record: EpisodeRecord) -> tuple[str, ...]:
+def _pair_key(record: GradedEpisode) -> tuple[str, ...]:
     r = record
     return (r.episode_id, r.contract, r.docs, r.instruction, r.condition, r.operator)
 
 
-def compare_with_baseline(spec: BaselineSpec, current: Iterable[EpisodeRecord],
-                          baseline: Iterable[EpisodeRecord]) -> list[Check]:
+def compare_with_baseline(spec: BaselineSpec, current: Iterable[GradedEpisode],
+                          baseline: Iterable[GradedEpisode]) -> list[Check]:
     """Exact McNemar on paired episodes (Holm-corrected across families when ``by: family``)."""
     before = {_pair_key(r): r for r in baseline if r.error is None}
     pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)

@@ -36,6 +36,8 @@ SPEC_NAMES = ("vanilla", "aware", "reflect", "sdk_retry", "rules", "vbr", "guard
               "guard-no-key", "guard-no-consistency", "guard-no-block", "guard-no-annotate",
               "state_oracle", "outcome_oracle")
 PROMPT_ONLY = ("vanilla", "aware", "reflect")
+WORDING = ("paraphrase_1", "paraphrase_2", "paraphrase_3")
+"""E4's system-prompt paraphrases (paper §5): prompt-only too, but not named by the SPEC."""
 ORACLES = ("state_oracle", "outcome_oracle")
 
 
@@ -48,7 +50,7 @@ def _env(registry: SpecRegistry, ground_truth: bool = False
 
 def test_every_condition_of_the_spec_is_declared() -> None:
     fixed = [c.name for c in all_conditions() if isinstance(c, Condition)]
-    assert sorted(fixed) == sorted(SPEC_NAMES)
+    assert sorted(fixed) == sorted(SPEC_NAMES + WORDING)
     assert [c.form for c in all_conditions() if isinstance(c, ConditionPattern)] == [
         "wait_<seconds>"]
     for name in SPEC_NAMES:
@@ -92,7 +94,7 @@ def test_prompt_changes_are_declared_by_the_conditions() -> None:
     assert replaced.system_prompt(SYSTEM_PROMPT) == "Paraphrase.\n\nRules."
 
 
-@pytest.mark.parametrize("name", PROMPT_ONLY)
+@pytest.mark.parametrize("name", PROMPT_ONLY + WORDING)
 def test_prompt_conditions_are_the_transport_itself(registry: SpecRegistry, name: str) -> None:
     transport, env = _env(registry)
     assert find_condition(name).build(transport, env) is transport
@@ -155,7 +157,7 @@ def test_episodes_hand_ground_truth_to_the_oracles_only(registry: SpecRegistry, 
         assert record.eos, record.failure_message()
 
 
-@pytest.mark.parametrize("name", ["aware", "reflect"])
+@pytest.mark.parametrize("name", ["aware", "reflect", *WORDING])
 def test_prompt_conditions_change_nothing_for_a_scripted_agent(registry: SpecRegistry,
                                                                name: str) -> None:
     w = world(registry, "invoice_batch", "charge_1", "timeout_post")

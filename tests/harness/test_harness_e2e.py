@@ -54,7 +54,7 @@ def _episode(name: str, policy: str, key: EpisodeKey, server: OpenAIServer, repo
 
 
 def _graded(record: EpisodeRecord) -> dict[str, object]:
-    return record.model_dump(exclude={"agent", "usage", "harness"})
+    return record.model_dump(exclude={"agent", "test_id", "usage", "harness"})
 
 
 @pytest.mark.parametrize("name", BUILT_IN)

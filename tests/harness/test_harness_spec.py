@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from limbo_plugin.agents import check_agent
+from limbo_plugin.agents import check_agent, check_ready
 from limbo_plugin.agents.harness_install import BUILT_IN, find_harness, harness_path
 from limbo_plugin.agents.harness_spec import load_harness, render, render_command
 from limbo_plugin.errors import SpecError, UsageError
@@ -64,8 +64,9 @@ def test_agent_strings_are_checked_with_one_line_errors(tmp_path: Path) -> None:
         check_agent(f"harness:command:{broken}")
     missing = tmp_path / "missing-program.yaml"
     missing.write_text("name: x\ncommand: [no-such-program-anywhere, \"{prompt}\"]\n")
+    check_agent(f"harness:command:{missing}")  # the form is right: it collects
     with pytest.raises(UsageError, match="'no-such-program-anywhere' is not on PATH"):
-        check_agent(f"harness:command:{missing}")
+        check_ready([f"harness:command:{missing}"])  # but it cannot run here
     with pytest.raises(UsageError, match=r"valid forms: scripted:<policy> \(.*\), mcp:<policy>"):
         check_agent("robot:arm")
 

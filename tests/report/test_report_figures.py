@@ -55,3 +55,13 @@ def test_a_figure_without_its_table_is_skipped_with_the_reason(tmp_path: Path) -
     assert not (tmp_path / "figures" / "waiting_vs_keys.png").exists()
     valid(figures["dup_by_family"])
     valid(figures["dup_by_contract"])
+
+
+def test_the_waiting_figure_tells_variants_of_one_condition_apart(tmp_path: Path) -> None:
+    late = {"fault_mode": "timeout_late",
+            "fault": {"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0}}
+    records = [*cell(4, 1, **late), *cell(4, 3, instruction="no_cue", **late)]
+    figures = figures_for(tmp_path, records)
+    valid(figures["waiting_vs_keys"])
+    svg = (tmp_path / "figures" / "waiting_vs_keys.svg").read_text()
+    assert "vanilla / default" in svg and "vanilla / no_cue" in svg

@@ -221,6 +221,55 @@ def test_table7_skipped_with_one_condition(tmp_path: Path) -> None:
     assert isinstance(result, Skipped) and "at least two conditions" in result.reason
 
 
+# -- variants beside conditions -------------------------------------------------------------------
+def test_variant_episodes_are_their_own_rows_never_pooled_into_their_condition(
+        tmp_path: Path) -> None:
+    """E4 runs documentation and operator variants under E2's conditions, E6 the no_cue
+    instruction under E1's vanilla: read together, each variant is its own row (Tables 6, 7)
+    or column (Table 5), defaults first, not mixed into the plain condition's rate."""
+    plain = cell(4, 1, fault_mode="timeout_late")
+    no_docs = cell(4, 3, fault_mode="timeout_late", docs="no_consistency_docs")
+    silent = cell(4, 0, fault_mode="timeout_late", condition="guard", operator="unresponsive")
+    no_cue = cell(4, 4, fault_mode="timeout_late", instruction="no_cue")
+    scope = [*plain, *no_docs, *silent, *no_cue]
+    rows = rows_of(tmp_path, scope)
+
+    seven = table7(rows)
+    assert isinstance(seven, Table)
+    assert [c.key for c in seven.columns][:4] == ["condition", "docs", "instruction",
+                                                  "operator"]
+    assert [(r["condition"], r["docs"], r["instruction"], r["operator"]) for r in seven.rows] == [
+        ("vanilla", "default", "default", "truthful"),
+        ("vanilla", "default", "no_cue", "truthful"),
+        ("vanilla", "no_consistency_docs", "default", "truthful"),
+        ("guard", "default", "default", "unresponsive")]
+    check(seven.rows[0]["duplicate_rate"], 1, 4, plain, scope, dup)
+    check(seven.rows[2]["duplicate_rate"], 3, 4, no_docs, scope, dup)
+
+    six = table6(rows)
+    assert isinstance(six, Table)
+    assert [(r["condition"], r["docs"], r["instruction"]) for r in six.rows][:3] == [
+        ("vanilla", "default", "default"), ("vanilla", "default", "no_cue"),
+        ("vanilla", "no_consistency_docs", "default")]
+    check(six.rows[1]["duplicate_rate"], 4, 4, no_cue, scope, dup)
+
+    five = table5(rows)
+    assert isinstance(five, Table)
+    assert [c.key for c in five.columns][1:] == [
+        "native|guard|default|default|unresponsive",
+        "native|vanilla|default|default|truthful", "native|vanilla|default|no_cue|truthful",
+        "native|vanilla|no_consistency_docs|default|truthful"]
+    check(five.rows[-1]["native|vanilla|default|default|truthful"], 1, 4, plain, scope, dup)
+
+
+def test_without_variants_the_tables_keep_their_columns(tmp_path: Path) -> None:
+    rows = rows_of(tmp_path, [*cell(4, 1, fault_mode="timeout_late"),
+                              *cell(4, 0, fault_mode="timeout_late", condition="guard")])
+    for table in (table5(rows), table6(rows), table7(rows)):
+        assert isinstance(table, Table)
+        assert not {"docs", "instruction", "operator"} & {c.key for c in table.columns}
+
+
 # -- Tables 8 and 9 ------------------------------------------------------------------------------
 def test_tables_8_and_9_harnesses(tmp_path: Path) -> None:
     minimal = cell(4, 1, agent="litellm:m1")

@@ -29,10 +29,11 @@ def test_import_loads_neither_scipy_nor_statsmodels() -> None:
     assert _loaded_after("import limbo_plugin.stats") == []
 
 
-def test_intervals_and_paired_tost_need_no_scipy() -> None:
+def test_intervals_paired_tost_and_the_gates_mcnemar_need_no_scipy() -> None:
     code = (
-        "from limbo_plugin.stats import rate_with_interval, tost_paired_difference, "
-        "wilson_interval\n"
+        "from limbo_plugin.stats import holm, mcnemar_exact, rate_with_interval, "
+        "tost_paired_difference, wilson_interval\n"
+        "holm([mcnemar_exact(3, 9), mcnemar_exact(12000, 11000)])\n"
         "wilson_interval(3, 10)\n"
         "rate_with_interval({'a': [1, 0, 0], 'b': [0, 1]})\n"
         "tost_paired_difference([1, 0, 1, 1], [1, 0, 0, 1])\n"

@@ -10,7 +10,7 @@ from worldkit import MIGRATION_ROWS, assert_tool_error, make_box, write_args
 
 from limbo_plugin.sandbox import Sandbox
 from limbo_plugin.spec.registry import SpecRegistry
-from limbo_plugin.toolapi import ToolCall, ToolResult, normalize_arguments
+from limbo_plugin.toolapi import ToolCall, ToolResult, detached, normalize_arguments
 
 
 @pytest.fixture
@@ -214,3 +214,28 @@ def test_arguments_are_detached_from_the_caller(box: Sandbox) -> None:
     rows = box.call("db_query", {"table": "audit_log"}).content["rows"]
     assert rows[0]["action"] == "migrations_recorded"
     assert box.ledger.effects[-1].intent["row"]["action"] == "migrations_recorded"
+
+
+def test_a_detached_answer_is_an_equal_copy_sharing_nothing_mutable() -> None:
+    body: dict[str, Any] = {"rows": [{"id": "r1", "tags": ["a"]}], "n": 1, "ok": True,
+                            "x": None, "f": 1.5, "pair": ("a", ["b"]), "seen": {1, 2}}
+    copy = detached(body)
+    assert copy == body
+    copy["rows"][0]["tags"].append("b")
+    copy["pair"][1].append("c")  # not JSON: copied by copy.deepcopy
+    copy["seen"].add(3)
+    assert body == {"rows": [{"id": "r1", "tags": ["a"]}], "n": 1, "ok": True, "x": None,
+                    "f": 1.5, "pair": ("a", ["b"]), "seen": {1, 2}}
+
+
+def test_a_caller_cannot_alter_the_worlds_records_through_an_answer(
+        registry: SpecRegistry) -> None:
+    box = make_box(registry)
+    customer = write_args("billing_create_charge")["customer_id"]
+    box.call("billing_create_charge", write_args("billing_create_charge"))
+    listed = box.call("billing_list_charges", {"customer_id": customer}).content
+    before = [dict(charge) for charge in listed["charges"]]
+    listed["charges"][0]["amount_cents"] = 1
+    listed["charges"].clear()
+    assert box.call("billing_list_charges", {"customer_id": customer}).content["charges"] == \
+        before

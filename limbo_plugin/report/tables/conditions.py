@@ -2,14 +2,16 @@
 
 EOS, duplicate rate and TS are over fired faulted episodes; tool calls, operator minutes
 (escalations × 15 simulated minutes) and tokens are means per episode over every episode of the
-row, fault-free ones included, as costs are. Each condition (× contract variant, when several)
-has one row per agent and, with several agents, a pooled row.
+row, fault-free ones included, as costs are. Each condition (× contract variant, and ×
+documentation, instruction and operator variant, when several are present) has one row per
+agent and, with several agents, a pooled row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from limbo_plugin.report.facets import variant_rank, variant_values, varying_variants
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
     ICC_NOTE,
@@ -48,10 +50,12 @@ def table7(rows: Sequence[EpisodeRow]) -> Result:
     icc = {name: pooled_icc(faulted, fn) for name, fn in
            (("eos", eos), ("dup", dup), ("ts", ts))}
     contracts = sorted({r.contract for r in rows}, key=lambda c: (c != "native", c))
+    variants = varying_variants(rows)
     agents = sorted({r.agent for r in rows})
     columns = [Column("condition", "condition")]
     if len(contracts) > 1:
         columns.append(Column("contract", "contract"))
+    columns += [Column(name, name) for name in variants]
     columns += [Column("agent", "agent"), Column("episodes", "episodes", "int"),
                 Column("eos", "EOS", "rate"), Column("duplicate_rate", "duplicate rate", "rate"),
                 Column("ts", "TS", "rate"), Column("tool_calls", "tool calls", "float"),
@@ -60,12 +64,12 @@ def table7(rows: Sequence[EpisodeRow]) -> Result:
     table = Table(ID, TITLE, "Per condition: exactly-once success, duplicate rate and task "
                   "success over fired faulted episodes; mean tool calls, operator minutes "
                   "(escalations × 15) and tokens per episode.", columns)
-    by_cell = group(rows, lambda r: (r.condition, r.contract))
-    for condition in conditions:
-        for contract in contracts:
-            members = by_cell.get((condition, contract), [])
-            if not members:
-                continue
+    by_cell = group(rows, lambda r: (r.condition, r.contract, variant_values(r, variants)))
+    combinations = sorted({v for _, _, v in by_cell}, key=lambda v: variant_rank(v, variants))
+    for condition, contract, values in ((c, k, v) for c in conditions for k in contracts
+                                        for v in combinations):
+        members = by_cell.get((condition, contract, values), [])
+        if members:
             present = [a for a in agents if any(r.agent == a for r in members)]
             labels = [*present, ALL_AGENTS] if len(present) > 1 else present
             for agent in labels:
@@ -85,6 +89,7 @@ def table7(rows: Sequence[EpisodeRow]) -> Result:
                                "tokens": mean(float(t) for t in tokens)}
                 if len(contracts) > 1:
                     cells["contract"] = contract
+                cells.update(zip(variants, values, strict=True))
                 table.rows.append(cells)
     table.notes.append(ICC_NOTE + f" ρ: EOS {icc['eos']:.3f}, duplicates {icc['dup']:.3f}, "
                        f"TS {icc['ts']:.3f}. Tokens are shown where the agent recorded usage "

@@ -2,7 +2,8 @@
 
 Over committed faults and redelivery (fired), agents pooled: the question is what the contract
 lets any agent do, and the same writes must line up across variants, so rows use the *native*
-class of the focal write (:func:`~limbo_plugin.report.facets.contract_class`).
+class of the focal write (:func:`~limbo_plugin.report.facets.contract_class`). Documentation,
+instruction and operator variants, when several are present, are columns of their own.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from limbo_plugin.report.facets import (
     CONTRACT_CLASS_ORDER,
     committed_or_redelivery,
     contract_class,
+    variant_rank,
+    variant_values,
+    varying_variants,
 )
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
@@ -40,22 +44,26 @@ def table5(rows: Sequence[EpisodeRow]) -> Result:
     if not scope:
         return Skipped(ID, TITLE, "no fired committed-fault or redelivery episode with a "
                        "focal write")
-    variants = sorted({(r.contract, r.condition) for r in scope})
+    split = varying_variants(scope)
+
+    def variant(r: EpisodeRow) -> tuple[str, ...]:
+        return (r.contract, r.condition, *variant_values(r, split))
+
+    variants = sorted({variant(r) for r in scope},
+                      key=lambda v: (v[:2], variant_rank(v[2:], split)))
     classes = sorted({contract_class(r) or "" for r in scope}, key=_class_rank)
     dup = lambda r: r.duplicated  # noqa: E731
     icc = pooled_icc(scope, dup)
     columns = [Column("contract_class", "contract class")]
-    columns += [Column(f"{c}|{k}", f"{c} / {k}", "rate") for c, k in variants]
+    columns += [Column("|".join(v), " / ".join(v), "rate") for v in variants]
     table = Table(ID, TITLE, "Duplicate rate under committed faults and redelivery (fired), "
                   "by the native contract class of the focal write (rows) and contract variant "
                   "/ condition (columns); agents pooled.", columns)
     for name in [*classes, ALL]:
         members = scope if name == ALL else [r for r in scope if contract_class(r) == name]
         cells: dict = {"contract_class": name}
-        for contract, condition in variants:
-            cells[f"{contract}|{condition}"] = rate(
-                [r for r in members if r.contract == contract and r.condition == condition],
-                dup, icc)
+        for v in variants:
+            cells["|".join(v)] = rate([r for r in members if variant(r) == v], dup, icc)
         table.rows.append(cells)
     agents = len({r.agent for r in scope})
     table.notes.append(f"{agents} agent(s) pooled. " + ICC_NOTE + f" ρ = {icc:.3f}.")

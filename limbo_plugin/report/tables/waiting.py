@@ -4,14 +4,20 @@ One row per delay distribution (``fixed``: timeout_late, 90 s; ``tail``: timeout
 log-uniform 40 s–2 h) × contract variant × condition, agents pooled. ``time`` is the mean
 agent-visible episode time in simulated minutes. ``P(δ ≤ Δ)`` is, for a ``wait_<Δ>`` condition,
 the share of the row's worlds whose recorded in-flight delay (``fault.delay_s``) does not exceed
-the bound Δ the condition assumes: where it does not, every re-issue duplicates.
+the bound Δ the condition assumes: where it does not, every re-issue duplicates. Documentation,
+instruction and operator variants, when several are present, split the rows too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from limbo_plugin.report.facets import wait_bound
+from limbo_plugin.report.facets import (
+    variant_rank,
+    variant_values,
+    varying_variants,
+    wait_bound,
+)
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
     ICC_NOTE,
@@ -57,8 +63,10 @@ def table6(rows: Sequence[EpisodeRow]) -> Result:
     eos = lambda r: r.eos  # noqa: E731
     dup = lambda r: r.duplicated  # noqa: E731
     icc_eos, icc_dup = pooled_icc(scope, eos), pooled_icc(scope, dup)
+    variants = varying_variants(scope)
     columns = [Column("delay", "delay"), Column("contract", "contract"),
-               Column("condition", "condition"), Column("episodes", "episodes", "int"),
+               Column("condition", "condition"), *(Column(name, name) for name in variants),
+               Column("episodes", "episodes", "int"),
                Column("eos", "EOS", "rate"), Column("duplicate_rate", "duplicate rate", "rate"),
                Column("time_min", "time (sim. min)", "float"),
                Column("p_delay_within_bound", "P(δ ≤ Δ)", "percent")]
@@ -66,15 +74,18 @@ def table6(rows: Sequence[EpisodeRow]) -> Result:
                   "condition (agents pooled): exactly-once success, duplicate rate, mean "
                   "simulated episode time and, for wait_<Δ>, the share of worlds whose in-flight "
                   "delay is within the assumed bound.", columns)
-    groups = group(scope, lambda r: (DELAYS[r.fault_mode], r.contract, r.condition))
-    order = sorted(groups, key=lambda k: (k[0], k[1] != "native", k[1], condition_rank(k[2])))
+    groups = group(scope, lambda r: (DELAYS[r.fault_mode], r.contract, r.condition,
+                                     variant_values(r, variants)))
+    order = sorted(groups, key=lambda k: (k[0], k[1] != "native", k[1], condition_rank(k[2]),
+                                          variant_rank(k[3], variants)))
     for key in order:
-        delay, contract, condition = key
+        delay, contract, condition, values = key
         members = groups[key]
         bound = wait_bound(condition)
         time = mean(r.sim_seconds for r in members)
         table.rows.append({
             "delay": delay, "contract": contract, "condition": condition,
+            **dict(zip(variants, values, strict=True)),
             "episodes": len(members), "eos": rate(members, eos, icc_eos),
             "duplicate_rate": rate(members, dup, icc_dup),
             "time_min": None if time is None else time / 60.0,

@@ -1,0 +1,173 @@
+"""``limbo merge OUT IN…``: the record files of a sharded run as one file.
+
+Shards run the same study's disjoint episodes (``--limbo-shard``), so their files together
+are the unsharded run's. Merging is idempotent: a record present twice with the same content
+(ignoring ``run_id``, which differs per run) is written once, so merging a shard twice, or
+merging the output again with its inputs, changes nothing. Two *different* records of one
+episode and configuration are a conflict, reported with both places: those are two runs of the
+episode (repeat runs are compared with ``limbo report A B``, not merged).
+
+Records that ended in an infrastructure error are superseded by a successful record of the same
+episode (what ``--limbo-resume`` produces); a torn last line of a killed shard is skipped.
+Lines are copied byte for byte, sorted as a serial run collects them, and the output is
+replaced atomically, so OUT may also be one of the inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from limbo_plugin.records import RUN_FIELDS
+from limbo_plugin.report.load import RecordFileError
+
+IGNORED = ("run_id",)
+"""Fields that differ between runs of identical episodes and so do not make a conflict."""
+ORDER = ("template", "instance", "focal_write", "fault_mode", "contract", "docs", "instruction",
+         "condition", "operator", "agent")
+"""The output order: a serial run's collection order."""
+
+
+@dataclass(frozen=True)
+class Place:
+    source: int
+    line: int
+    offset: int
+    length: int
+
+
+@dataclass
+class Kept:
+    place: Place
+    digest: str
+    error: bool
+    order: tuple[Any, ...]
+
+
+@dataclass
+class MergeResult:
+    out: Path
+    sources: list[Path]
+    written: int = 0
+    read: int = 0
+    duplicates: int = 0
+    superseded_errors: int = 0
+    torn_lines: int = 0
+
+    def lines(self) -> list[str]:
+        out = [f"Merged {self.written} record(s) from {len(self.sources)} file(s) into "
+               f"{self.out}."]
+        if self.duplicates:
+            out.append(f"Dropped {self.duplicates} identical duplicate record(s).")
+        if self.superseded_errors:
+            out.append(f"Dropped {self.superseded_errors} infrastructure-error record(s) "
+                       "superseded by a successful run of the same episode.")
+        if self.torn_lines:
+            out.append(f"Skipped {self.torn_lines} torn last line(s) of a run killed "
+                       "mid-write.")
+        return out
+
+
+def _digest(record: dict[str, Any]) -> str:
+    content = {k: v for k, v in record.items() if k not in IGNORED}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _parse(path: Path, number: int, line: bytes, last: bool) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+        if not isinstance(record, dict) or not isinstance(record.get("episode_id"), str):
+            raise ValueError("not a record")
+        for name in (*RUN_FIELDS, *ORDER):
+            if name not in record:
+                raise ValueError(f"no {name!r} field")
+    except ValueError as exc:
+        if last and not line.endswith(b"\n"):
+            return None
+        raise RecordFileError(f"{path}:{number}: not an episode record ({exc}); expected one "
+                              "JSON EpisodeRecord per line, as pytest --limbo-records writes"
+                              ) from None
+    return record
+
+
+def merge_records(out: str | Path, inputs: Sequence[str | Path]) -> MergeResult:
+    """Merge ``inputs`` into ``out`` (see the module docstring for the rules)."""
+    sources = [Path(p) for p in inputs]
+    if not sources:
+        raise RecordFileError("limbo merge needs at least one input record file")
+    for path in sources:
+        if not path.is_file():
+            raise RecordFileError(f"{path}: no such record file")
+    result = MergeResult(out=Path(out), sources=sources)
+    kept: dict[tuple[str, str], Kept] = {}
+    for source, path in enumerate(sources):
+        size = path.stat().st_size
+        offset = 0
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                start, offset = offset, offset + len(line)
+                if not line.strip():
+                    continue
+                record = _parse(path, number, line, last=offset >= size)
+                if record is None:
+                    result.torn_lines += 1
+                    continue
+                result.read += 1
+                identity = (record["episode_id"],
+                            "|".join(str(record[name]) for name in RUN_FIELDS))
+                candidate = Kept(place=Place(source, number, start, len(line)),
+                                 digest=_digest(record), error=record.get("error") is not None,
+                                 order=tuple(record[name] for name in ORDER))
+                _keep(kept, identity, candidate, result)
+    _write(result, sorted(kept.values(), key=lambda k: k.order))
+    return result
+
+
+def _keep(kept: dict[tuple[str, str], Kept], identity: tuple[str, str], candidate: Kept,
+          result: MergeResult) -> None:
+    present = kept.get(identity)
+    if present is None:
+        kept[identity] = candidate
+    elif present.digest == candidate.digest:
+        result.duplicates += 1
+    elif present.error or candidate.error:
+        # An infrastructure error is not a result: a successful record supersedes it (a later
+        # error supersedes an earlier one).
+        result.superseded_errors += 1
+        if present.error:
+            kept[identity] = candidate
+    else:
+        a, b = present.place, candidate.place
+        raise RecordFileError(
+            f"{result.sources[a.source]}:{a.line} and {result.sources[b.source]}:{b.line} hold "
+            f"different records of episode {identity[0]} ({identity[1]}): two runs of it, not "
+            "two shards of one run; compare repeat runs with `limbo report A B` instead")
+
+
+def _write(result: MergeResult, records: list[Kept]) -> None:
+    result.out.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=result.out.parent, prefix=f".{result.out.name}.")
+    handles = [path.open("rb") for path in result.sources]
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for kept in records:
+                handle = handles[kept.place.source]
+                handle.seek(kept.place.offset)
+                out.write(handle.read(kept.place.length).rstrip(b"\r\n") + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, result.out)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    finally:
+        for handle in handles:
+            handle.close()
+    result.written = len(records)
