@@ -220,6 +220,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from limbo_plugin.agents.options import AgentOptions, parse_model_options
+    from limbo_plugin.agents.registry import AgentPlan, check_ready
     from limbo_plugin.episode import run_episode
 
     registry = _registry(args)
@@ -238,6 +239,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     key = EpisodeKey(template=args.template, instance=args.instance,
                      focal_write=args.focal_write, fault_mode=args.mode)
     options = AgentOptions(model_options=parse_model_options(args.model_option))
+    check_ready([AgentPlan.of(config.agent, config.condition, options.model_options)])
     record = run_episode(key, config, registry=registry, agent_options=options,
                          time_limit_s=args.episode_timeout or None)
     if args.json:

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from limbo_plugin.agents.options import check_model_options
+from limbo_plugin.agents.registry import AgentPlan
 from limbo_plugin.errors import SpecError, UsageError
 from limbo_plugin.faults import expected_failure
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, make_test_id
@@ -238,24 +239,35 @@ def compares_agents(episodes: Iterable[Episode]) -> bool:
 
 def agents_of_items(node_ids: Iterable[str], root: Path, registry: SpecRegistry,
                     overrides: Mapping[str, str | None], defaults: RunConfig) -> set[str]:
-    """The agents the collected items ``node_ids`` (``specs/experiments/e3.yaml::<name>``)
-    run. The pytest-xdist controller collects nothing itself; it learns which agents the
-    workers selected (after ``-k`` and ``-m``) by expanding their experiment files again."""
+    """The agents the collected items ``node_ids`` run (see :func:`plans_of_items`)."""
+    return {plan.agent for plan in plans_of_items(node_ids, root, registry, overrides, defaults)}
+
+
+def plans_of_items(node_ids: Iterable[str], root: Path, registry: SpecRegistry,
+                   overrides: Mapping[str, str | None], defaults: RunConfig,
+                   model_options: Mapping[str, Any] | None = None) -> set[AgentPlan]:
+    """The agents, with their conditions and model options, of the collected items
+    ``node_ids`` (``specs/experiments/e3.yaml::<name>``). The pytest-xdist controller collects
+    nothing itself; it learns what the workers selected (after ``-k`` and ``-m``) by expanding
+    their experiment files again. ``model_options`` are the command line's, over each
+    experiment's own."""
     by_file: dict[str, list[str]] = {}
     for node_id in node_ids:
         file, sep, name = node_id.partition("::")
         if sep and file.endswith((".yaml", ".yml")):
             by_file.setdefault(file, []).append(name)
-    agents: set[str] = set()
+    plans: set[AgentPlan] = set()
     for file, names in by_file.items():
         try:
             experiment = load_experiment(root / file, registry)
         except (SpecError, OSError):
             continue  # not an experiment, or a broken one (collected as a spec-error item)
+        options = {**experiment.spec.model_options, **(model_options or {})}
         episodes = experiment.episodes(registry, overrides, defaults)
-        agent_of = {e.id: e.config.agent for e in episodes}
-        agents.update(agent_of[n] for n in names if n in agent_of)
-    return agents
+        plan_of = {e.id: AgentPlan.of(e.config.agent, e.config.condition, options)
+                   for e in episodes}
+        plans.update(plan_of[n] for n in names if n in plan_of)
+    return plans
 
 
 @dataclass
@@ -474,5 +486,5 @@ def find_experiment(name: str, registry: SpecRegistry) -> Path:
 
 
 __all__ = ["Arm", "Design", "Episode", "EpisodeLabels", "Experiment", "ExperimentSpec",
-           "SpecError", "agents_of_items", "compares_agents", "episode_labels",
-           "iter_worlds", "load_experiment"]
+           "SpecError", "agents_of_items", "compares_agents", "episode_labels", "iter_worlds",
+           "load_experiment", "plans_of_items"]

@@ -28,6 +28,7 @@ from limbo_plugin.report.records import shown_path
 
 if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay cheap
     from limbo_plugin.agents.options import AgentOptions
+    from limbo_plugin.agents.registry import AgentPlan
     from limbo_plugin.experiments import Episode, EpisodeLabels, Experiment
     from limbo_plugin.records import EpisodeRecord
     from limbo_plugin.report.gate import GateResult, GateSpec
@@ -842,24 +843,27 @@ class LimboController:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """Before the first episode: every selected agent can run on this machine (a harness
-        CLI is installed). Under xdist the controller has no items; it checks the workers'
-        collection instead (below)."""
+        CLI is installed), with the options and under the conditions it is given. Under xdist
+        the controller has no items; it checks the workers' collection instead (below)."""
         if session.config.option.collectonly or session.config.pluginmanager.has_plugin(
                 "dsession"):
             return
-        require_ready({i.episode.config.agent for i in session.items
-                       if isinstance(i, EpisodeItem)})
+        from limbo_plugin.agents.registry import AgentPlan
+
+        require_ready({AgentPlan.of(i.episode.config.agent, i.episode.config.condition,
+                                    i.model_options)
+                       for i in session.items if isinstance(i, EpisodeItem)})
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         if self.checked_agents or self.state.registry is None:
             return  # checked once; a broken spec tree is reported by its error item
         self.checked_agents = True
-        from limbo_plugin.experiments import agents_of_items
+        from limbo_plugin.experiments import plans_of_items
 
         root = Path(str(self.state.config.rootpath))
-        require_ready(agents_of_items(ids, root, self.state.registry, self.state.overrides,
-                                      self.state.defaults))
+        require_ready(plans_of_items(ids, root, self.state.registry, self.state.overrides,
+                                     self.state.defaults, self.state.model_options))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -879,12 +883,13 @@ class LimboController:
             print_summary(terminalreporter, self.state)
 
 
-def require_ready(agents: set[str]) -> None:
-    """Stop the run, before any episode, with one line if an agent cannot run here."""
+def require_ready(plans: set[AgentPlan]) -> None:
+    """Stop the run, before any episode, with one line if an agent cannot run here (or not
+    with the options and conditions this run gives it)."""
     from limbo_plugin.agents.registry import check_ready
 
     try:
-        check_ready(agents)
+        check_ready(plans)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
 

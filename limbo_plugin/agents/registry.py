@@ -8,15 +8,16 @@ module and one entry in :data:`AGENT_KINDS`.
 
 The two checks are apart on purpose. The *form* is checked wherever a spec string comes in (the
 command line, an experiment spec): a typo is a spec error. Whether the agent can *run here* —
-a harness CLI installed — is checked once before the first episode (:func:`check_ready`), so an
-experiment that names harnesses still collects (``--collect-only`` states its size) on a machine
-without them, and a run stops at once with the command that installs them.
+a harness CLI installed, the options it needs given, a condition it can honour — is checked once
+before the first episode (:func:`check_ready`), so an experiment that names harnesses still
+collects (``--collect-only`` states its size) on a machine without them, and a run stops at once
+with the command that installs them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from limbo_plugin.agents.base import Agent
 from limbo_plugin.agents.options import AgentOptions
@@ -25,7 +26,23 @@ from limbo_plugin.errors import UsageError
 from limbo_plugin.extras import require
 
 
-def _always_ready(rest: str) -> None:
+@dataclass(frozen=True)
+class AgentPlan:
+    """An agent as a run will use it: its spec string, the condition it runs under and the
+    names of the model options it is given — what :func:`check_ready` needs to judge whether
+    the episodes can run at all, before the first one starts."""
+
+    agent: str
+    condition: str = "vanilla"
+    options: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def of(cls, agent: str, condition: str = "vanilla",
+           model_options: Mapping[str, object] | None = None) -> AgentPlan:
+        return cls(agent, condition, frozenset(model_options or {}))
+
+
+def _always_ready(rest: str, plan: AgentPlan) -> None:
     """Most agents need nothing installed beyond Limbo itself."""
 
 
@@ -34,15 +51,18 @@ class AgentKind:
     """``prefix`` names the kind, ``form`` shows its spec strings in error messages, ``check``
     raises :class:`UsageError` when ``rest`` is not valid, ``build`` makes the agent, and
     ``ready`` raises :class:`UsageError` when this machine cannot run it (saying how to fix
-    that), and ``extra`` names the pip extra it needs beyond the core install
-    (:mod:`limbo_plugin.extras`)."""
+    that), ``extra`` names the pip extra it needs beyond the core install
+    (:mod:`limbo_plugin.extras`), and ``prompt_conditions`` says whether the agent honours a
+    condition that changes what the model is told (a harness keeps its own system prompt and
+    conversation, so under ``aware`` or a paraphrase it would silently measure ``vanilla``)."""
 
     prefix: str
     form: str
     check: Callable[[str], None]
     build: Callable[[str, AgentOptions], Agent]
-    ready: Callable[[str], None] = _always_ready
+    ready: Callable[[str, AgentPlan], None] = _always_ready
     extra: str | None = None
+    prompt_conditions: bool = True
 
 
 def _check_policy(prefix: str) -> Callable[[str], None]:
@@ -89,10 +109,15 @@ def _check_harness(rest: str) -> None:
     find_harness(model if name == "command" else name)
 
 
-def _harness_ready(rest: str) -> None:
-    """The CLI is installed (``limbo harness install <name>``) or its program is on PATH."""
+def _harness_ready(rest: str, plan: AgentPlan) -> None:
+    """The CLI is installed (``limbo harness install <name>``) or its program is on PATH, and
+    the run gives the gateway its model is reached through."""
     from limbo_plugin.agents.harness_install import find_harness, resolve_executable
 
+    if not plan.options & {"api_base", "base_url"}:
+        raise UsageError(f"agent {plan.agent!r} reaches its model through an OpenAI-compatible "
+                         "gateway: pass --model-option api_base=URL (or set model_options: "
+                         "{api_base: URL} in the experiment)")
     name, _, model = rest.partition(":")
     resolve_executable(find_harness(model if name == "command" else name))
 
@@ -130,7 +155,7 @@ AGENT_KINDS: tuple[AgentKind, ...] = (
     AgentKind("mcp", "mcp:<policy>", _check_policy("mcp"), _build_mcp, extra="mcp"),
     AgentKind("litellm", "litellm:<model>", _check_model, _build_scaffold, extra="llm"),
     AgentKind("harness", HARNESS_FORMS, _check_harness, _build_harness, extra="mcp",
-              ready=_harness_ready),
+              ready=_harness_ready, prompt_conditions=False),
     AgentKind("python", "python:<module>:<callable>", _check_python, _build_python),
 )
 
@@ -153,24 +178,46 @@ def check_agent(spec: str) -> None:
         require(kind.extra, f"agent {spec!r}")
 
 
-def check_ready(specs: Iterable[str]) -> None:
-    """Raise one :class:`UsageError` naming every agent of ``specs`` this machine cannot run
-    (each kind's ``ready``; e.g. "harness copilot is not installed: run `limbo harness install
-    copilot` …"), so a run stops before its first episode rather than failing each one."""
+def check_ready(plans: Iterable[AgentPlan | str]) -> None:
+    """Raise one :class:`UsageError` naming every agent of ``plans`` this machine or run cannot
+    use (each kind's ``ready``, e.g. "harness copilot is not installed: run `limbo harness
+    install copilot` …", and a condition the agent cannot honour), so a run stops before its
+    first episode rather than failing — or silently mismeasuring — each one. A bare spec string
+    is the agent under ``vanilla`` with no model options."""
     problems: dict[str, None] = {}
-    for spec in sorted(set(specs)):
-        kind, rest = agent_kind(spec)
+    for plan in sorted({AgentPlan(p) if isinstance(p, str) else p for p in plans},
+                       key=lambda p: (p.agent, p.condition, sorted(p.options))):
+        kind, rest = agent_kind(plan.agent)
         try:
-            kind.ready(rest)
+            kind.ready(rest, plan)
+            if not kind.prompt_conditions:
+                _check_condition(kind, plan)
         except UsageError as exc:
             problems[str(exc)] = None
     if problems:
         raise UsageError("; ".join(problems))
 
 
+def _check_condition(kind: AgentKind, plan: AgentPlan) -> None:
+    """An agent that ignores prompt changes may only run under conditions that make none."""
+    from limbo_plugin.conditions.base import Condition, PromptChanges
+    from limbo_plugin.conditions.registry import all_conditions, find_condition
+
+    if find_condition(plan.condition).prompt == PromptChanges():
+        return
+    honoured = [d.name if isinstance(d, Condition) else d.form for d in all_conditions()
+                if not isinstance(d, Condition) or d.prompt == PromptChanges()]
+    raise UsageError(
+        f"agent {plan.agent!r} cannot run under condition {plan.condition!r}: {kind.prefix} "
+        "agents keep their own system prompt and conversation, so a condition that changes "
+        "what the model is told would silently measure the agent without it; valid for "
+        f"{kind.prefix} agents: " + ", ".join(honoured))
+
+
 def make_agent(spec: str, options: AgentOptions | None = None) -> Agent:
     """The agent ``spec`` names (a validated run configuration's ``agent``); a
     :class:`UsageError` saying how to fix it if this machine cannot run it."""
     kind, rest = agent_kind(spec)
-    kind.ready(rest)
-    return kind.build(rest, options or AgentOptions())
+    options = options or AgentOptions()
+    kind.ready(rest, AgentPlan.of(spec, model_options=options.model_options))
+    return kind.build(rest, options)
