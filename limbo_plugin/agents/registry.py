@@ -114,12 +114,12 @@ def _harness_ready(rest: str, plan: AgentPlan) -> None:
     the run gives the gateway its model is reached through."""
     from limbo_plugin.agents.harness_install import find_harness, resolve_executable
 
+    name, _, model = rest.partition(":")
+    resolve_executable(find_harness(model if name == "command" else name))
     if not plan.options & {"api_base", "base_url"}:
         raise UsageError(f"agent {plan.agent!r} reaches its model through an OpenAI-compatible "
                          "gateway: pass --model-option api_base=URL (or set model_options: "
                          "{api_base: URL} in the experiment)")
-    name, _, model = rest.partition(":")
-    resolve_executable(find_harness(model if name == "command" else name))
 
 
 def _build_harness(rest: str, options: AgentOptions) -> Agent:
