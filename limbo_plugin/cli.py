@@ -19,6 +19,7 @@ looking at what a run produced, or at a single world, without pytest.
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -79,6 +80,19 @@ def _instance(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    """``--episode-timeout``: a finite number of seconds, 0 for no limit (NaN or a negative
+    value would reach ``setitimer`` and end in a traceback)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"a positive number of seconds (or 0 for no limit), got {text!r}")
+    return value
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit 2) pointing at ``--help``, not the
     usage block followed by the error."""
@@ -108,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                      help="passed to the agent's model (api_base=…, temperature=0); repeatable")
     run.add_argument("--json", action="store_true", help="print the whole record as JSON")
-    run.add_argument("--episode-timeout", type=float, default=DEFAULT_EPISODE_TIMEOUT_S,
+    run.add_argument("--episode-timeout", type=_seconds, default=DEFAULT_EPISODE_TIMEOUT_S,
                      metavar="SECONDS", help="wall-clock limit of the episode (default "
                      f"{DEFAULT_EPISODE_TIMEOUT_S:g}; 0: none)")
     run.set_defaults(handler=cmd_run)
