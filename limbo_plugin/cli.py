@@ -168,6 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("inputs", nargs="+", metavar="IN", help="shard record files")
     merge.set_defaults(handler=cmd_merge)
 
+    schema = sub.add_parser("schema", help="the JSON Schema of an episode record (one line of a "
+                                           "records file), as docs/episode-record.schema.json")
+    schema.add_argument("--fields", action="store_true",
+                        help="the field tables of docs/records.md (Markdown) instead")
+    schema.set_defaults(handler=cmd_schema)
+
     allure = sub.add_parser("allure", help="render Allure results as an HTML report "
                             "(npx --yes allure generate)")
     allure.add_argument("results", nargs="?", default="reports/allure-results",
@@ -365,6 +371,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from limbo_plugin.report.merge import merge_records
 
     print("\n".join(merge_records(args.out, args.inputs).lines()))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.record_schema import field_tables, schema_text
+
+    sys.stdout.write(field_tables() if args.fields else schema_text())
     return 0
 
 

@@ -21,6 +21,14 @@ BASELINE_FOCAL = "baseline"
 """The focal-write slot of a fault-free (``none``) episode: one per task instance."""
 
 
+class Documented(BaseModel):
+    """A record part whose field docstrings are its fields' descriptions, so the published JSON
+    Schema (``docs/episode-record.schema.json``) and field table (``docs/records.md``) say what
+    each field means from the one place that defines it."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+
 class EpisodeKey(BaseModel):
     """What fixes a world: nothing else (not the agent, condition or contract) may change it."""
 
@@ -80,46 +88,71 @@ def run_fingerprint(config: object) -> str:
     return "|".join(str(getattr(config, name)) for name in RUN_FIELDS)
 
 
-class FaultReport(BaseModel):
+class FaultReport(Documented):
     """What the fault did, for the record (ground truth; never shown to the agent). The fault
     transport fills it in; each executor sets the fields about what it does."""
 
     mode: str
+    """The fault mode the episode ran under (`timeout_late`, `none`, …)."""
     fired: bool = False
+    """Whether the fault was injected (the focal call was made)."""
     t_fired: float | None = None
+    """Simulated time, in seconds, at which the fault fired."""
     request_seq: int | None = None
+    """Sequence number of the request the fault hit."""
     origin: str | None = None
+    """Who made the faulted call: the agent or the harness (middleware)."""
     delay_s: float | None = None
+    """For late commits: simulated seconds between the failed answer and the commit."""
     commit_at: float | None = None
+    """For late commits: the simulated time the write took effect."""
     partial_rows: int | None = None
+    """For partial batches: how many rows were committed."""
     batch_rows: int | None = None
+    """For partial batches: how many rows the batch held."""
 
 
-class TraceEntry(BaseModel):
+class TraceEntry(Documented):
     """One tool call as its caller saw it. ``origin`` tells the agent's calls from the harness's."""
 
     index: int
+    """Position of the call in the episode, from 0."""
     t_start: float
+    """Simulated time, in seconds, the call started."""
     t_end: float
+    """Simulated time, in seconds, the call was answered."""
     origin: str
+    """`agent` for the agent's own calls, otherwise the harness layer that made it."""
     tool: str
+    """The tool called."""
     arguments: Any
+    """A safe, bounded rendering of the arguments the agent sent."""
     response: dict[str, Any]
+    """What the tool answered, as the agent saw it."""
     is_error: bool
+    """Whether the answer was a tool error."""
 
 
-class EffectCount(BaseModel):
+class EffectCount(Documented):
     id: str
+    """The required effect's id in the task template."""
     required: int
+    """How many times the task requires it to be committed."""
     committed: int
+    """How many times it was committed (undone or not)."""
     standing: int
+    """How many of those commits still stand at the end (not undone)."""
 
 
-class Usage(BaseModel):
+class Usage(Documented):
     prompt_tokens: int = 0
+    """Prompt tokens over all model calls of the episode."""
     completion_tokens: int = 0
+    """Completion tokens over all model calls of the episode."""
     cost_usd: float = 0.0
+    """Cost in US dollars by the provider's price list; 0 when the model has no known price."""
     model_calls: int = 0
+    """Number of model calls."""
 
     def add(self, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0,
             calls: int = 1) -> None:
@@ -130,39 +163,57 @@ class Usage(BaseModel):
         self.model_calls += calls
 
 
-class HarnessRun(BaseModel):
+class HarnessRun(Documented):
     """How an agent CLI ran (harness agents only): what ran, for how long, and where its own
     transcript is. Tokens are in :attr:`EpisodeRecord.usage`; wall time is real time, not
     simulated time, and so differs between otherwise identical runs."""
 
     name: str
+    """The harness adapter (`codex`, `copilot`, `hermes`, or a command's name)."""
     version: str | None = None
+    """The CLI's own version string."""
     wall_s: float
+    """Real (wall-clock) seconds the CLI ran."""
     exit_code: int | None = None
+    """The CLI's exit status (`null` if it was stopped)."""
     timed_out: bool = False
+    """Whether the CLI hit its time limit."""
     stopped_after_end: bool = False
+    """Whether the CLI was stopped after the episode had already ended (finish called)."""
     tool_listings: int = 0
+    """How many times the CLI listed the tools."""
     tool_calls: int = 0
+    """How many tool calls the CLI made through MCP."""
     transcript: str | None = None
+    """Directory holding the CLI's own transcript files."""
 
 
-class Grade(BaseModel):
+class Grade(Documented):
     """What the grader decides from the ledger and the final report alone (SPEC §5)."""
 
     ts: bool
+    """Task success: every required effect reached its count and no unrelated record was damaged."""
     eos: bool
+    """Exactly-once success: task success and no required effect exceeds its count."""
     duplicates: int
+    """Commits beyond the required counts (undone ones included)."""
     residual_duplicates: int
+    """Duplicates still standing at the end: the sum of max(0, standing - required)."""
     collateral: int
+    """Writes to records the task did not target (collateral damage)."""
     unrequested: int
+    """Committed effects that match no required effect."""
     overclaim: bool
+    """The agent finished `completed` while not task-successful or with a residual duplicate."""
     effects: list[EffectCount] = Field(default_factory=list)
+    """Per required effect: required, committed and standing counts."""
 
 
 class EpisodeRecord(Grade):
     """The graded outcome of one episode, with its full trace and ledger."""
 
     schema_version: int = RECORD_SCHEMA_VERSION
+    """The record format's version; Limbo reads only its own."""
     run_id: str | None = None
     """The pytest session that ran the episode (shared by xdist workers); ``None`` outside
     pytest. Records are compared ignoring it (resume, ``limbo merge``, report de-duplication)."""
@@ -170,42 +221,79 @@ class EpisodeRecord(Grade):
     """The episode id plus the non-default configuration parts: the pytest item's name and
     what ``limbo show`` takes (:func:`make_test_id`). Filled in from the record when empty."""
     episode_id: str
+    """The world's id: template, instance, focal write and fault mode."""
     template: str
+    """The task template."""
     instance: int
+    """The task instance, from 0."""
     focal_write: str
+    """The write the fault targets (`baseline` under mode `none`)."""
     fault_mode: str
+    """The fault mode."""
     family: str
+    """The fault mode's family (`lost_ack`, `late_commit`, …): the rows of the family table."""
     fault_class: str | None = None
+    """The family's class (e.g. ambiguous or unambiguous failure)."""
     contract: str
+    """The tool contract variant the agent saw."""
     docs: str
+    """The documentation variant the agent saw."""
     instruction: str
+    """The task-instruction variant."""
     condition: str
+    """The recovery condition (prompt or middleware)."""
     operator: str
+    """How the simulated human operator answers escalations."""
     agent: str
+    """The agent, as `<kind>:<rest>`."""
     world_seed: int
+    """The seed derived from (template, instance, focal write, fault mode)."""
     base_seed: int
+    """The task instance's seed."""
     focal_tool: str | None = None
+    """The tool of the focal write."""
     focal_idempotency: str | None = None
+    """How the focal tool deduplicates (its contract's idempotency)."""
     focal_verification: str | None = None
+    """How the focal write's effect can be checked (its contract's verification)."""
     focal_accepts_key: bool | None = None
+    """Whether the focal tool accepts an idempotency key."""
     focal_irreversible: bool | None = None
+    """Whether the focal write cannot be undone."""
     fired: bool
+    """Whether the fault fired (episodes where it did not are excluded from rates)."""
     fault: FaultReport
+    """What the fault did (ground truth; never shown to the agent)."""
     final_status: str | None = None
+    """The status the agent finished with (`completed`, `partial`, `failed`), if any."""
     summary: str | None = None
+    """The agent's final summary."""
     uncertain_operations: list[str] = Field(default_factory=list)
+    """Operations the agent reported it is not sure about."""
     behaviour: str | None = None
+    """The agent's recovery behaviour after the focal fault, coded from its own calls."""
     tool_calls: int
+    """Tool calls the agent made."""
     harness_calls: int = 0
+    """Tool calls the condition's middleware made on the agent's behalf."""
     harness_seconds: float = 0.0
+    """Simulated seconds the middleware spent (waits, retries)."""
     sim_seconds: float
+    """Simulated seconds the episode took."""
     escalations: int = 0
+    """Times the agent escalated to the human operator."""
     expected_failure: str | None = None
+    """Why this configuration is expected to fail (an xfail reason), if it is."""
     error: str | None = None
+    """An infrastructure error (provider, harness, timeout): excluded, re-run on resume."""
     usage: Usage | None = None
+    """Tokens, model calls and cost of a model-backed agent."""
     harness: HarnessRun | None = None
+    """How an agent CLI ran (harness agents only)."""
     trace: list[TraceEntry] = Field(default_factory=list)
+    """Every tool call, in order."""
     ledger: list[Effect] = Field(default_factory=list)
+    """Every effect the world committed (ground truth), undone ones included."""
 
     @model_validator(mode="after")
     def _fill_test_id(self) -> EpisodeRecord:
