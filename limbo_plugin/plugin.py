@@ -61,7 +61,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "contract": ("--contract", "contract variant: native or keys_everywhere"),
     "docs": ("--docs", "documentation variant: default, no_consistency_docs, explicit"),
     "instruction": ("--instruction", "instruction variant: default or no_cue"),
-    "condition": ("--condition", "recovery condition (vanilla, aware, reflect, sdk_retry, …)"),
+    "condition": ("--condition", "recovery condition: vanilla, aware, reflect, guard, sdk_retry, "
+                  "wait_<seconds>, … (limbo list conditions)"),
     "operator": ("--operator", "operator variant: truthful or unresponsive"),
     "experiment": ("--experiment", "experiment spec under specs/experiments/ (default: default)"),
     "limbo_records": ("--limbo-records", "JSONL file of episode records "
@@ -69,7 +70,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "limbo_gate": ("--limbo-gate", "gate spec (e.g. specs/gates/release.yaml): its verdict "
                    "decides the exit status"),
     "limbo_baseline": ("--limbo-baseline", "records of a previous run to compare with "
-                       "(exact McNemar on paired episodes)"),
+                       "(exact McNemar on paired episodes); 'previous': the records this run "
+                       "replaces"),
     "limbo_specs": ("--limbo-specs", "the specs directory (default: <rootdir>/specs)"),
     "limbo_cassette": ("--limbo-cassette", "directory recording/replaying model responses"),
     "limbo_cassette_mode": ("--limbo-cassette-mode", "record, replay or auto (default auto)"),
@@ -86,11 +88,19 @@ OPTIONS: dict[str, tuple[str, str]] = {
                     "every world's episodes on one shard, balanced by expected cost; "
                     "env:VAR/N reads K from $VAR (e.g. env:JOB_COMPLETION_INDEX/4)"),
 }
+METAVARS = {"agent": "AGENT", "contract": "NAME", "docs": "NAME", "instruction": "NAME",
+            "condition": "NAME", "operator": "NAME", "experiment": "NAME",
+            "limbo_records": "PATH", "limbo_gate": "PATH", "limbo_baseline": "PATH|previous",
+            "limbo_specs": "DIR", "limbo_cassette": "DIR", "limbo_cassette_mode": "MODE",
+            "limbo_cost_limit": "USD", "limbo_provider_retries": "N",
+            "limbo_provider_backoff": "SECONDS", "limbo_episode_timeout": "SECONDS",
+            "limbo_shard": "K/N"}
+"""What ``pytest --help`` shows as each option's value (argparse would show its dest)."""
 DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl"}
-PREVIOUS = "previous"
-"""``--limbo-baseline previous``: the records this run is about to replace."""
 """Built-in defaults of the plugin's own options; run-configuration and agent options default
 in :class:`RunConfig` and :class:`AgentOptions`."""
+PREVIOUS = "previous"
+"""``--limbo-baseline previous``: the records this run is about to replace."""
 AGENT_OPTION_FLAGS = {"model_options": "--model-option", "cassette": "--limbo-cassette",
                       "cassette_mode": "--limbo-cassette-mode",
                       "provider_retries": "--limbo-provider-retries",
@@ -102,7 +112,8 @@ STATE = pytest.StashKey["LimboState"]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("limbo", "Limbo: duplicate side effects of tool-using agents")
     for dest, (flag, help_text) in OPTIONS.items():
-        group.addoption(flag, dest=f"limbo_opt_{dest}", default=None, help=help_text)
+        group.addoption(flag, dest=f"limbo_opt_{dest}", default=None, help=help_text,
+                        metavar=METAVARS[dest])
         parser.addini(f"limbo_{dest}" if not dest.startswith("limbo_") else dest,
                       help_text, default=None)
     group.addoption("--model-option", dest="limbo_model_options", action="append", default=[],
