@@ -153,6 +153,10 @@ class Usage(Documented):
     """Cost in US dollars by the provider's price list; 0 when the model has no known price."""
     model_calls: int = 0
     """Number of model calls."""
+    unpriced_calls: int = 0
+    """Model calls whose cost is unknown (a model missing from litellm's price map, a harness
+    CLI's own calls): ``cost_usd`` leaves them out, so it is a lower bound when this is not 0."""
+    """Number of model calls."""
 
     def add(self, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0,
             calls: int = 1) -> None:

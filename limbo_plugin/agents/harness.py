@@ -321,6 +321,7 @@ def _add_usage(session: AgentSession, spec: HarnessSpec, root: Path, home: Path)
     session.usage.prompt_tokens += prompt
     session.usage.completion_tokens += completion
     session.usage.model_calls += calls
+    session.usage.unpriced_calls += calls  # a CLI reports tokens, never what they cost
 
 
 def _json_lines(path: Path) -> Iterator[dict[str, Any]]:

@@ -58,6 +58,8 @@ class ModelTurn:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     finish_reason: str | None = None
+    priced: bool = True
+    """False when the model has no known price: ``cost_usd`` is then 0 but unknown, not free."""
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
@@ -66,13 +68,14 @@ class ModelTurn:
     def to_json(self) -> dict[str, Any]:
         return {"message": self.message, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd,
-                "finish_reason": self.finish_reason}
+                "finish_reason": self.finish_reason, "priced": self.priced}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ModelTurn:
         return cls(message=dict(data["message"]), prompt_tokens=int(data["prompt_tokens"]),
                    completion_tokens=int(data["completion_tokens"]),
-                   cost_usd=float(data["cost_usd"]), finish_reason=data.get("finish_reason"))
+                   cost_usd=float(data["cost_usd"]), finish_reason=data.get("finish_reason"),
+                   priced=bool(data.get("priced", True)))
 
 
 class ChatProvider:
@@ -148,16 +151,18 @@ class LiteLLMProvider(ChatProvider):
             raise InfrastructureError(f"{self.model}: the provider returned no choices")
         choice = choices[0]
         usage = getattr(response, "usage", None)
+        cost = self._cost(response)
         return ModelTurn(
             message=normalise_message(choice.message),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cost_usd=self._cost(response),
+            cost_usd=cost or 0.0, priced=cost is not None,
             finish_reason=getattr(choice, "finish_reason", None),
         )
 
-    def _cost(self, response: Any) -> float:
-        """litellm's cost estimate; 0 for models missing from its price map (local, custom).
+    def _cost(self, response: Any) -> float | None:
+        """litellm's cost estimate; ``None`` (unknown, not free) for models missing from its
+        price map (local, custom).
 
         litellm already prices every response while logging it and leaves the result in the
         documented ``_hidden_params["response_cost"]`` (``None`` when the model is unpriced);
@@ -166,15 +171,16 @@ class LiteLLMProvider(ChatProvider):
         """
         hidden = getattr(response, "_hidden_params", None)
         if isinstance(hidden, Mapping) and "response_cost" in hidden:
+            cost = hidden["response_cost"]
+        else:
             try:
-                return float(hidden["response_cost"] or 0.0)
-            except (TypeError, ValueError):
-                return 0.0
+                cost = self._litellm.completion_cost(completion_response=response)
+            except Exception:
+                return None
         try:
-            cost = self._litellm.completion_cost(completion_response=response)
-        except Exception:
-            return 0.0
-        return float(cost or 0.0)
+            return None if cost is None else float(cost)
+        except (TypeError, ValueError):
+            return None
 
 
 class ResponsesProvider(LiteLLMProvider):
@@ -201,11 +207,12 @@ class ResponsesProvider(LiteLLMProvider):
             raise InfrastructureError(f"{self.model}: the response failed: {error}")
         message = assistant_message(output)
         usage = getattr(response, "usage", None)
+        cost = self._cost(response)
         return ModelTurn(
             message=message,
             prompt_tokens=int(getattr(usage, "input_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "output_tokens", 0) or 0),
-            cost_usd=self._cost(response),
+            cost_usd=cost or 0.0, priced=cost is not None,
             finish_reason="tool_calls" if message.get("tool_calls") else "stop",
         )
 

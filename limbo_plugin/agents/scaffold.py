@@ -140,3 +140,5 @@ def _account(session: AgentSession, turn: ModelTurn) -> None:
     usage.completion_tokens += turn.completion_tokens
     usage.cost_usd += turn.cost_usd
     usage.model_calls += 1
+    if not turn.priced:
+        usage.unpriced_calls += 1

@@ -61,6 +61,14 @@ class Summary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """Model calls of models with no known price: the cost is unknown (or, beside priced calls,
+    a lower bound), never shown as $0."""
+
+    @property
+    def cost_unknown(self) -> bool:
+        """No call had a known price: there is no cost to show."""
+        return self.unpriced_calls > 0 and self.cost_usd == 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,9 +76,10 @@ class Summary:
             "infrastructure_errors": self.errors,
             "usage": {"prompt_tokens": self.prompt_tokens,
                       "completion_tokens": self.completion_tokens,
-                      "cost_usd": round(self.cost_usd, 6),
-                      "mean_cost_usd": round(self.cost_usd / self.total, 6)
-                      if self.total else 0.0},
+                      "cost_usd": None if self.cost_unknown else round(self.cost_usd, 6),
+                      "mean_cost_usd": None if self.cost_unknown
+                      else round(self.cost_usd / self.total, 6) if self.total else 0.0,
+                      "unpriced_model_calls": self.unpriced_calls},
             "groups": {name: [asdict(row) for row in rows]
                        for name, rows in self.groups.items()},
         }
@@ -96,6 +105,7 @@ def summarize(records: Iterable[GradedEpisode], *, family_order: Sequence[str]) 
             summary.prompt_tokens += record.usage.prompt_tokens
             summary.completion_tokens += record.usage.completion_tokens
             summary.cost_usd += record.usage.cost_usd
+            summary.unpriced_calls += record.usage.unpriced_calls
         if record.error is not None:
             summary.errors += 1
             continue

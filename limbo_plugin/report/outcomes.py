@@ -35,6 +35,8 @@ class UsageLike(Protocol):
     def completion_tokens(self) -> int: ...
     @property
     def cost_usd(self) -> float: ...
+    @property
+    def unpriced_calls(self) -> int: ...
 
 
 class GradedEpisode(Protocol):
@@ -83,6 +85,7 @@ class OutcomeUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +134,8 @@ class Outcome:
             fired=record.fired, ts=record.ts, eos=record.eos, overclaim=record.overclaim,
             duplicates=record.duplicates, error=record.error,
             usage=None if usage is None else OutcomeUsage(
-                usage.prompt_tokens, usage.completion_tokens, usage.cost_usd))
+                usage.prompt_tokens, usage.completion_tokens, usage.cost_usd,
+                usage.unpriced_calls))
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Outcome:
@@ -145,6 +149,7 @@ class _OutcomeUsageFields(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
 
 
 class _OutcomeFields(BaseModel):

@@ -40,12 +40,27 @@ def render_text(summary: Summary) -> list[str]:
         lines.append(f"{summary.errors} episode(s) ended in an infrastructure error and are "
                      "excluded; once the cause shown in each error is fixed, re-run them with "
                      "--limbo-resume.")
-    if summary.cost_usd or summary.prompt_tokens:
-        mean = summary.cost_usd / summary.total if summary.total else 0.0
-        lines.append(f"Model usage: {summary.prompt_tokens} prompt + "
-                     f"{summary.completion_tokens} completion tokens, ${summary.cost_usd:.4f} "
-                     f"(mean ${mean:.4f} per episode).")
+    usage = usage_line(summary)
+    if usage:
+        lines.append(usage)
     return lines
+
+
+def usage_line(summary: Summary) -> str:
+    """Tokens and cost; a model with no known price makes the cost "unknown" (or, beside priced
+    calls, a lower bound), never $0.0000 — a free-looking run that was not free."""
+    if not (summary.cost_usd or summary.prompt_tokens or summary.unpriced_calls):
+        return ""
+    tokens = (f"Model usage: {summary.prompt_tokens} prompt + {summary.completion_tokens} "
+              "completion tokens, ")
+    unpriced = (f"{summary.unpriced_calls} model call(s) of models with no known price")
+    if summary.cost_unknown:
+        return tokens + f"cost unknown ({unpriced})."
+    mean = summary.cost_usd / summary.total if summary.total else 0.0
+    cost = f"${summary.cost_usd:.4f} (mean ${mean:.4f} per episode)"
+    if summary.unpriced_calls:
+        return tokens + f"at least {cost}; {unpriced} are not counted."
+    return tokens + cost + "."
 
 
 def render_markdown(summary: Summary) -> str:
@@ -60,6 +75,9 @@ def render_markdown(summary: Summary) -> str:
     if summary.errors:
         out.append(f"\n{summary.errors} episode(s) ended in an infrastructure error "
                    "and are excluded.")
+    usage = usage_line(summary)
+    if usage:
+        out.append(f"\n{usage}")
     return "\n".join(out) + "\n"
 
 
