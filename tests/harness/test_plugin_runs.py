@@ -67,8 +67,9 @@ def test_an_infrastructure_error_is_an_error_and_rerun_on_resume(
 
 def test_a_missing_gateway_is_a_one_line_error_per_episode(project: pytest.Pytester,
                                                            fake_harness: Any) -> None:
+    # Now before the first episode (tests/harness/test_harness_ready.py), not once per episode.
     result = project.runpytest_subprocess(*SELECT, "--agent",
                                           f"harness:command:{fake_harness('finish')}")
-    result.assert_outcomes(errors=2)
-    assert "pass --model-option api_base=URL" in result.stdout.str()
-    assert "Traceback" not in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "pass --model-option api_base=URL" in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
