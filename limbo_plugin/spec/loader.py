@@ -239,8 +239,11 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
     value: Any = doc.data
     for part in at:
         value = value[part]
-    if value is None:
-        raise doc.error(at, "the document is empty")
+    if value is None:  # an empty file has no line of its own: point at its first
+        error = doc.error(at, "the document is empty")
+        if error.line is None:
+            error = SpecError(doc.file, error.message, line=1, path=error.path)
+        raise error
     try:
         return model.model_validate(value, context=context)
     except ValidationError as exc:

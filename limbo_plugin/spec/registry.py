@@ -138,7 +138,11 @@ class SpecRegistry:
         for file in sorted((self.root / "contracts").glob("*.yaml")):
             doc = load_yaml(file)
             if file.stem == "documentation":
-                for variant in validate(doc, DocumentationSpec).variants:
+                for i, variant in enumerate(validate(doc, DocumentationSpec).variants):
+                    if variant.name in self.docs:  # a later one would silently replace it
+                        raise doc.error(("variants", i, "name"),
+                                        f"documentation variant {variant.name!r} is declared "
+                                        "twice")
                     self.docs[variant.name] = variant
                 continue
             contract = validate(doc, ContractVariant)
