@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+BARE = ["-p", "no:limbo", "-p", "no:hypothesispytest"]
 
 
 def count_episodes() -> int:
@@ -51,8 +52,10 @@ def main() -> None:
         cases = {
             "default experiment, serial": ([f"--limbo-records={records}"], ROOT),
             "default experiment, -n 2": (["-n", "2", f"--limbo-records={records}"], ROOT),
-            "trivial tests, serial": ([], trivial),
-            "trivial tests, -n 2": (["-n", "2"], trivial),
+            "trivial tests, serial": ([*BARE], trivial),
+            "trivial tests, -n 2": ([*BARE, "-n", "2"], trivial),
+            "default experiment, collect": (["--collect-only"], ROOT),
+            "trivial tests, collect": ([*BARE, "--collect-only"], trivial),
         }
         times: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(rounds):
@@ -64,7 +67,10 @@ def main() -> None:
         print(f"  {name:28} {value:6.2f} s")
     serial = medians["default experiment, serial"] / medians["trivial tests, serial"]
     parallel = medians["default experiment, -n 2"] / medians["trivial tests, -n 2"]
-    print(f"ratio serial: {serial:.2f}  ratio -n 2: {parallel:.2f}")
+    collect = (medians["default experiment, collect"]
+               / medians["trivial tests, collect"])
+    print(f"ratio serial: {serial:.2f}  ratio -n 2: {parallel:.2f}  "
+          f"ratio start-up and collection: {collect:.2f}")
 
 
 if __name__ == "__main__":

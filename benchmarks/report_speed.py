@@ -1,6 +1,6 @@
-"""Wall time and peak memory of ``limbo report`` on 10,000 and 100,000 records.
+"""Wall time and peak memory of ``limbo report`` (or ``limbo summary``) on 10k and 100k records.
 
-    python benchmarks/report_speed.py [--sizes 10000 100000] [--keep DIR]
+    python benchmarks/report_speed.py [--sizes 10000 100000] [--keep DIR] [--command summary]
 
 Realistic records: every scripted reference policy is run once on every world of instance 0 (all
 templates, focal writes and applicable modes), and those records — real traces and ledgers — are
@@ -66,12 +66,18 @@ def write_records(path: Path, base: list[dict], count: int) -> None:
                 written += 1
 
 
-def measure(records: Path, out: Path) -> None:
-    """Run in a child process: one report, then print wall seconds and peak RSS in MiB."""
+def measure(command: str, records: Path, out: Path) -> None:
+    """Run in a child process: one command, then print wall seconds and peak RSS in MiB."""
+    import contextlib
+    import io
+
     from limbo_plugin.cli import main
 
+    argv = ["report", str(records), "--out", str(out)] if command == "report" \
+        else ["summary", str(records)]
     start = time.perf_counter()
-    status = main(["report", str(records), "--out", str(out)])
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = main(argv)
     elapsed = time.perf_counter() - start
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"status": status, "seconds": elapsed, "peak_mib": peak_kib / 1024}))
@@ -85,10 +91,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--keep", default=None, help="keep the records and reports here")
+    parser.add_argument("--command", choices=["report", "summary"], default="report",
+                        help="the limbo command to time (summary: target (f), 100k < 30 s, 1 GB)")
     parser.add_argument("--measure", nargs=2, metavar=("RECORDS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        measure(Path(args.measure[0]), Path(args.measure[1]))
+        measure(args.command, Path(args.measure[0]), Path(args.measure[1]))
         return
     started = time.perf_counter()
     base = base_records()
@@ -102,12 +110,13 @@ def main() -> None:
         records = work / f"records-{size}.jsonl"
         write_records(records, base, size)
         out = work / f"report-{size}"
-        done = subprocess.run([sys.executable, __file__, "--measure", str(records), str(out)],
+        done = subprocess.run([sys.executable, __file__, "--command", args.command,
+                               "--measure", str(records), str(out)],
                               capture_output=True, text=True, check=True)
         figures = json.loads(done.stdout.strip().splitlines()[-1])
         print(f"| {size:,} | {records.stat().st_size / 2**20:.0f} MiB | "
               f"{figures['seconds']:.1f} s | {figures['peak_mib']:.0f} MiB | "
-              f"{directory_size(out) / 2**20:.0f} MiB |")
+              f"{directory_size(out) / 2**20 if out.exists() else 0:.0f} MiB |")
         if not args.keep:
             records.unlink()
     if not args.keep:

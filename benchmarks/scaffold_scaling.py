@@ -70,9 +70,9 @@ def _measure(executor: Executor, episodes: int) -> tuple[float, list[int]]:
 
 
 def _pytest_level(workers: int, episodes_per_worker: int, base_url: str, tmp: Path
-                  ) -> tuple[float, float, float, int, float]:
+                  ) -> tuple[float, float, float, int, float, float]:
     """One ``pytest -n workers`` run: wall s, start-up s, steady episodes/s, episodes, model
-    calls per episode."""
+    calls per episode, CPU seconds of the whole process tree."""
     instances = max(1, -(-workers * episodes_per_worker // len(WORLDS)))
     project = tmp / f"n{workers}"
     shutil.copytree(REGISTRY.root, project / "specs")
@@ -93,18 +93,23 @@ def _pytest_level(workers: int, episodes_per_worker: int, base_url: str, tmp: Pa
     process = subprocess.Popen(command, cwd=project, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     seen = 0
-    while process.poll() is None:
+    while True:
+        pid, _, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
         time.sleep(0.02)
         count = records.read_bytes().count(b"\n") if records.exists() else 0
         arrivals += [time.perf_counter() - start] * (count - seen)
         seen = count
+    process.returncode = 0  # reaped by wait4 above
     wall = time.perf_counter() - start
+    cpu = usage.ru_utime + usage.ru_stime  # the controller and every worker it waited for
     lines = records.read_text().splitlines()
     arrivals += [wall] * (len(lines) - seen)
     calls = statistics.mean(json.loads(line)["usage"]["model_calls"] for line in lines)
     first, last = arrivals[0], arrivals[-1]
     steady = (len(arrivals) - 1) / (last - first) if last > first else float("nan")
-    return wall, first, steady, len(lines), calls
+    return wall, first, steady, len(lines), calls, cpu
 
 
 def pytest_mode(workers_levels: list[int], rounds: int, latency: float) -> None:
@@ -112,14 +117,16 @@ def pytest_mode(workers_levels: list[int], rounds: int, latency: float) -> None:
             tempfile.TemporaryDirectory() as name:
         base = None
         for workers in workers_levels:
-            wall, first, steady, episodes, calls = _pytest_level(workers, rounds, base_url,
-                                                                 Path(name))
+            wall, first, steady, episodes, calls, cpu = _pytest_level(workers, rounds,
+                                                                      base_url, Path(name))
             rate = episodes / wall
             base = base or (rate, steady)
             ideal = workers / (calls * latency)
             print(f"  -n {workers:2d}: {episodes:3d} episodes in {wall:6.2f} s = {rate:5.2f}/s "
                   f"(speedup {rate / base[0]:5.2f}×); start-up {first:5.2f} s, steady "
-                  f"{steady:5.2f}/s (speedup {steady / base[1]:5.2f}×; ideal {ideal:5.2f}/s)",
+                  f"{steady:5.2f}/s (speedup {steady / base[1]:5.2f}×; ideal {ideal:5.2f}/s); "
+                  f"CPU {cpu:5.1f} s = {cpu / episodes:4.2f} s/episode, "
+                  f"{cpu / wall / (os.cpu_count() or 1):4.0%} of the machine",
                   flush=True)
 
 
