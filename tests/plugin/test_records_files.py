@@ -86,6 +86,7 @@ def test_two_record_files_in_one_folder_keep_their_own_summaries(project: pytest
 GATE = "name: g\nbaseline: {outcome: passed}\n"
 
 
+@pytest.mark.slow
 def test_baseline_previous_is_the_run_this_one_replaces(project: pytest.Pytester) -> None:
     """Not the run before it: blind_retry, then verify_first twice, compared with `previous`,
     pairs verify_first with verify_first (nothing changed), not with blind_retry."""
@@ -196,6 +197,7 @@ def test_resume_repairs_a_torn_last_line_and_refuses_garbage_in_the_middle(
                      "(invalid UTF-8 at byte 0); fix or remove that line")
 
 
+@pytest.mark.slow
 def test_every_record_of_a_parallel_run_shares_its_run_id(project: pytest.Pytester) -> None:
     project.runpytest_subprocess("--experiment", "small", "-n", "2")
     run_ids = {r["run_id"] for r in records(project.path / "reports" / "episodes.jsonl")}

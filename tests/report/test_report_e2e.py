@@ -13,6 +13,7 @@ from limbo_plugin.cli import main
 AGENTS = ("scripted:blind_retry", "scripted:verify_first", "scripted:same_key")
 
 
+@pytest.mark.slow
 def test_three_agents_side_by_side_in_table3(project: pytest.Pytester,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     files = []

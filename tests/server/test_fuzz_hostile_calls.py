@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from typing import Any
 
+import pytest
 from hostile import CATALOG, FUZZ, HUGE_TEXT, JSON_LIKE, is_rejection, tool_calls, wire_safe
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -65,6 +66,7 @@ def build(key: EpisodeKey) -> tuple[World, FaultTransport]:
     return world, FaultTransport(world, plan)
 
 
+@pytest.mark.slow
 def test_more_than_ten_thousand_hostile_calls_in_process() -> None:
     seen: Counter[str] = Counter()
     totals: Counter[str] = Counter()
@@ -214,6 +216,7 @@ def _serve_mcp(launch: Any, lines: list[tuple[int | None, bytes]]) -> dict[int, 
             process.wait()
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=8)
 @given(calls=st.lists(st.one_of(tool_calls(TOOLS).map(lambda c: ("call", c)),
                                 st.binary(max_size=80).map(lambda b: ("raw", b))),
