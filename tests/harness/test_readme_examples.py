@@ -75,7 +75,7 @@ def test_the_command_agent_example(project: pytest.Pytester, policy: str,
 
 def test_a_python_agent_that_cannot_be_imported_is_a_one_line_usage_error(
         project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess(*SELECT, "--agent", "python:no_such_module:Agent")
+    result = project.runpytest(*SELECT, "--agent", "python:no_such_module:Agent")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "no module named 'no_such_module'" in result.stderr.str()
     assert "Traceback" not in result.stderr.str()

@@ -86,9 +86,9 @@ def test_every_experiment_collects_with_every_kind_of_agent(project: pytest.Pyte
 def test_a_run_needing_uninstalled_harnesses_stops_before_its_first_episode(
         project: pytest.Pytester, no_harnesses: None) -> None:
     select = ["--experiment", "e3k", "-k", "incident_open-i0-ticket-timeout_post"]
-    listed = project.runpytest_subprocess(*select, "--collect-only", "-q")
+    listed = project.runpytest(*select, "--collect-only", "-q")
     assert "8 tests collected" in listed.stdout.str()
-    run = project.runpytest_subprocess(*select)
+    run = project.runpytest(*select)
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in run.errlines if line.startswith("ERROR:")]
     assert len(errors) == 1, run.errlines
