@@ -46,7 +46,8 @@ def test_a_misbehaving_provider_is_an_infrastructure_error_not_a_hang(
     record, elapsed = quickly(registry, openai_server)
     assert record.error is not None and record.error.startswith("infrastructure error:")
     assert expected in record.error, record.error
-    assert elapsed < 10, f"{elapsed:.1f} s: a hung provider must not hang the episode"
+    # The slowest reply would take 30 s: well under that, the call timeout must have ended it.
+    assert elapsed < 25, f"{elapsed:.1f} s: a hung provider must not hang the episode"
 
 
 def test_tool_calls_with_invalid_json_arguments_are_tool_errors_the_agent_sees(

@@ -57,6 +57,7 @@ def _graded(record: EpisodeRecord) -> dict[str, object]:
     return record.model_dump(exclude={"agent", "test_id", "usage", "harness"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BUILT_IN)
 def test_blind_retry_duplicates_a_lost_ack_and_verify_first_does_not(
         name: str, model_server: OpenAIServer, tmp_path: Path) -> None:
@@ -83,6 +84,7 @@ def test_blind_retry_duplicates_a_lost_ack_and_verify_first_does_not(
     assert outcomes["blind_retry", "timeout_late"] == (1, False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BUILT_IN)
 def test_the_guard_in_the_sandbox_protects_a_blind_harness(
         name: str, model_server: OpenAIServer, tmp_path: Path) -> None:

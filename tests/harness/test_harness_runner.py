@@ -55,6 +55,7 @@ def test_a_cli_that_finishes_is_graded_with_usage_and_a_transcript(
     assert '"names"' in (transcript / "00-stdout").read_text()
 
 
+@pytest.mark.slow
 def test_each_episode_gets_an_empty_workdir_a_throwaway_home_and_a_clean_environment(
         fake_harness: Any, model_server: OpenAIServer, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
 SELECT = ["--experiment", "small", "-k", "lost_ack"]
 
 
+@pytest.mark.slow
 def test_pytest_k_lost_ack_with_the_mcp_agent(project: pytest.Pytester) -> None:
     verify = project.runpytest_subprocess(*SELECT, "--agent", "mcp:verify_first")
     verify.assert_outcomes(passed=2)
@@ -30,6 +31,7 @@ def test_pytest_k_lost_ack_with_the_mcp_agent(project: pytest.Pytester) -> None:
     assert all(r["duplicates"] == 1 for r in records(project))
 
 
+@pytest.mark.slow
 def test_a_production_harness_through_the_plugin(project: pytest.Pytester) -> None:
     if installed_executable(find_harness("codex")) is None:
         pytest.skip("codex CLI is not installed: `limbo harness install codex`")
@@ -47,6 +49,7 @@ def test_a_production_harness_through_the_plugin(project: pytest.Pytester) -> No
         assert record["usage"]["prompt_tokens"] > 0
 
 
+@pytest.mark.slow
 def test_an_infrastructure_error_is_an_error_and_rerun_on_resume(
         project: pytest.Pytester, fake_harness: Any, model_server: OpenAIServer) -> None:
     path = fake_harness("finish")

@@ -39,6 +39,7 @@ def test_the_readme_has_both_examples() -> None:
                                       "specs/harnesses/my_mcp_agent.py"}
 
 
+@pytest.mark.slow
 # One policy each keeps the suite quick; between them both outcomes are covered.
 @pytest.mark.parametrize(("policy", "outcome"), [("blind_retry", {"failed": 2})])
 def test_the_python_agent_example(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
@@ -57,6 +58,7 @@ def test_the_python_agent_example(project: pytest.Pytester, monkeypatch: pytest.
         "blind_retry" if policy == "blind_retry" else "verify_then_skip"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("policy", "outcome"), [("verify_first", {"passed": 2})])
 def test_the_command_agent_example(project: pytest.Pytester, policy: str,
                                    outcome: dict[str, int]) -> None:
@@ -73,7 +75,7 @@ def test_the_command_agent_example(project: pytest.Pytester, policy: str,
 
 def test_a_python_agent_that_cannot_be_imported_is_a_one_line_usage_error(
         project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess(*SELECT, "--agent", "python:no_such_module:Agent")
+    result = project.runpytest(*SELECT, "--agent", "python:no_such_module:Agent")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "no module named 'no_such_module'" in result.stderr.str()
     assert "Traceback" not in result.stderr.str()

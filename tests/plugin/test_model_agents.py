@@ -28,6 +28,7 @@ def records(project: pytest.Pytester) -> list[dict]:
             for line in path.read_text().splitlines() if line]
 
 
+@pytest.mark.slow
 def test_litellm_agent_through_the_plugin_and_cassette_replay(project: pytest.Pytester,
                                                               registry: SpecRegistry) -> None:
     with OpenAIServer(PolicyModel("verify_first", registry=registry)) as server:
@@ -45,6 +46,7 @@ def test_litellm_agent_through_the_plugin_and_cassette_replay(project: pytest.Py
     assert "duplicated ticket" in replay.stdout.str()
 
 
+@pytest.mark.slow
 def test_provider_failure_is_an_error_excluded_and_rerun(project: pytest.Pytester,
                                                          registry: SpecRegistry) -> None:
     with OpenAIServer(FailingModel()) as server:
@@ -61,6 +63,7 @@ def test_provider_failure_is_an_error_excluded_and_rerun(project: pytest.Pyteste
     assert all(r["error"] is None for r in latest.values())
 
 
+@pytest.mark.slow
 def test_a_hung_provider_through_pytest_under_xdist_ends_with_an_error(
         project: pytest.Pytester) -> None:
     with OpenAIServer(lambda request: Reply(content="zzz", latency_s=60)) as server:

@@ -255,6 +255,7 @@ def records(project: pytest.Pytester) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
+@pytest.mark.slow
 def test_each_recipe_is_enough_to_run_what_it_adds(toy: pytest.Pytester) -> None:
     result = toy.runpytest_subprocess("--experiment", "toy", "-p", "no:randomly")
     # verify_first passes the fault-free and the lost-ack worlds and duplicates the double
@@ -285,6 +286,7 @@ def test_each_recipe_is_enough_to_run_what_it_adds(toy: pytest.Pytester) -> None
         ("lost_ack", 4), ("double_commit", 4), ("none", 4)]
 
 
+@pytest.mark.slow
 def test_new_family_is_a_marker_and_new_names_are_listed(toy: pytest.Pytester) -> None:
     selected = toy.runpytest_subprocess("--experiment", "toy", "--collect-only", "-q",
                                         "-m", "double_commit and unresolvable")

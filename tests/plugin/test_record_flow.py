@@ -65,6 +65,7 @@ def test_items_and_reports_let_go_of_records_once_written(project: pytest.Pytest
     assert len(lines) == 8
 
 
+@pytest.mark.slow
 def test_a_record_travels_from_a_worker_once(project: pytest.Pytester) -> None:
     project.makeconftest(WATCH)
     project.runpytest_subprocess("--experiment", "small", "-n", "2")
@@ -96,6 +97,7 @@ def pytest_runtest_setup(item):
 """
 
 
+@pytest.mark.slow
 def test_sigterm_syncs_the_records_and_stops_like_ctrl_c(project: pytest.Pytester) -> None:
     project.makeconftest(SLOW_AND_LOGGED)
     path = project.path / "reports" / "episodes.jsonl"

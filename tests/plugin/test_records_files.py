@@ -34,18 +34,18 @@ def test_a_directory_given_as_the_records_file_is_refused_and_nothing_is_moved(
     reports = project.path / "reports"
     reports.mkdir()
     (reports / "README.md").write_text("kept\n")
-    error = usage_error(project.runpytest_subprocess(*ONE_TEMPLATE, "--limbo-records=reports"))
+    error = usage_error(project.runpytest(*ONE_TEMPLATE, "--limbo-records=reports"))
     assert error == ("ERROR: --limbo-records: reports is a directory; give a file path such as "
                      "reports/episodes.jsonl")
     assert (reports / "README.md").read_text() == "kept\n"
     assert sorted(p.name for p in project.path.iterdir() if p.name.startswith("reports")) == [
         "reports"], "nothing was renamed"
-    specs = usage_error(project.runpytest_subprocess(*ONE_TEMPLATE, "--limbo-records=specs"))
+    specs = usage_error(project.runpytest(*ONE_TEMPLATE, "--limbo-records=specs"))
     assert "specs is a directory" in specs and (project.path / "specs" / "services").is_dir()
-    under = usage_error(project.runpytest_subprocess(
+    under = usage_error(project.runpytest(
         *ONE_TEMPLATE, "--limbo-records=reports/README.md/run.jsonl"))
     assert "reports/README.md is a file" in under
-    later = project.runpytest_subprocess(*ONE_TEMPLATE)
+    later = project.runpytest(*ONE_TEMPLATE)
     assert later.ret == pytest.ExitCode.TESTS_FAILED and len(records(
         reports / "episodes.jsonl")) == 4, "a plain run afterwards works"
 
@@ -53,10 +53,10 @@ def test_a_directory_given_as_the_records_file_is_refused_and_nothing_is_moved(
 def test_every_earlier_run_is_kept_in_history_and_the_move_is_announced(
         project: pytest.Pytester) -> None:
     reports = project.path / "reports"
-    project.runpytest_subprocess("--experiment", "small")
+    project.runpytest("--experiment", "small")
     full = (reports / "episodes.jsonl").read_text()
-    second = project.runpytest_subprocess(*ONE_TEMPLATE)
-    third = project.runpytest_subprocess("--experiment", "small", "-k", "incident_open")
+    second = project.runpytest(*ONE_TEMPLATE)
+    third = project.runpytest("--experiment", "small", "-k", "incident_open")
     history = sorted((reports / "history").iterdir())
     assert len(history) == 2, "two earlier runs, both kept"
     assert history[0].read_text() == full, "the full run survives two small runs after it"
@@ -71,8 +71,8 @@ def test_every_earlier_run_is_kept_in_history_and_the_move_is_announced(
 
 def test_two_record_files_in_one_folder_keep_their_own_summaries(project: pytest.Pytester
                                                                  ) -> None:
-    project.runpytest_subprocess(*ONE_TEMPLATE, "--limbo-records=out/a.jsonl")
-    project.runpytest_subprocess("--experiment", "small", "-k", "incident_open",
+    project.runpytest(*ONE_TEMPLATE, "--limbo-records=out/a.jsonl")
+    project.runpytest("--experiment", "small", "-k", "incident_open",
                                  "--agent", "scripted:blind_retry", "--limbo-records=out/b.jsonl")
     a = json.loads((project.path / "out" / "a.summary.json").read_text())
     b = json.loads((project.path / "out" / "b.summary.json").read_text())
@@ -91,9 +91,9 @@ def test_baseline_previous_is_the_run_this_one_replaces(project: pytest.Pytester
     pairs verify_first with verify_first (nothing changed), not with blind_retry."""
     (project.path / "gate.yaml").write_text(GATE)
     selection = ["-k", "lost_ack or misleading_500"]
-    project.runpytest_subprocess("--agent", "scripted:blind_retry", *selection)
-    project.runpytest_subprocess("--agent", "scripted:verify_first", *selection)
-    again = project.runpytest_subprocess("--agent", "scripted:verify_first", *selection,
+    project.runpytest("--agent", "scripted:blind_retry", *selection)
+    project.runpytest("--agent", "scripted:verify_first", *selection)
+    again = project.runpytest("--agent", "scripted:verify_first", *selection,
                                          "--limbo-gate", "gate.yaml", "--limbo-baseline",
                                          "previous")
     out = again.stdout.str()
@@ -115,7 +115,7 @@ def test_a_missing_or_unreadable_baseline_stops_the_run_before_it_starts(
         project: pytest.Pytester, baseline: str, message: str) -> None:
     (project.path / "empty.jsonl").write_text("")
     (project.path / "garbage.jsonl").write_text("\n{oops\n{}\n")
-    error = usage_error(project.runpytest_subprocess(*ONE_TEMPLATE, "--limbo-baseline",
+    error = usage_error(project.runpytest(*ONE_TEMPLATE, "--limbo-baseline",
                                                      baseline))
     assert error.startswith(message), error
     assert not (project.path / "reports" / "episodes.jsonl").exists(), "nothing ran"
@@ -133,7 +133,7 @@ def test_a_bad_gate_stops_the_run_before_the_first_episode(project: pytest.Pytes
                                                            message: str) -> None:
     (project.path / "typo.yaml").write_text(
         "name: typo\nthresholds:\n  - {metric: duplicate_rate, family: lat_commit, max: 0.1}\n")
-    error = usage_error(project.runpytest_subprocess(*ONE_TEMPLATE, "--limbo-gate", gate))
+    error = usage_error(project.runpytest(*ONE_TEMPLATE, "--limbo-gate", gate))
     assert error.startswith(message), error
     assert not (project.path / "reports" / "episodes.jsonl").exists(), "nothing ran"
 
@@ -144,7 +144,7 @@ def test_a_gate_never_passes_on_nothing(project: pytest.Pytester) -> None:
         "  - {metric: duplicate_rate, family: late_commit, max: 1.0}\n"
         "  - {metric: duplicate_rate, family: lost_ack, max: 0.1}\n"
         "  - {metric: duplicate_rate, family: explicit, max: 0.1, optional: true}\n")
-    result = project.runpytest_subprocess("-k", "late_commit", "--limbo-gate", "gate.yaml")
+    result = project.runpytest("-k", "late_commit", "--limbo-gate", "gate.yaml")
     out = result.stdout.str()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert ("Limbo gate 'partial': FAILED (2 of 3 checks passed; 1 judged, 2 without enough "
@@ -155,7 +155,7 @@ def test_a_gate_never_passes_on_nothing(project: pytest.Pytester) -> None:
     (project.path / "gate.yaml").write_text(
         "name: strict\nmin_episodes: 200\nthresholds:\n"
         "  - {metric: duplicate_rate, family: late_commit, max: 1.0}\n")
-    few = project.runpytest_subprocess("-k", "late_commit", "--limbo-gate", "gate.yaml")
+    few = project.runpytest("-k", "late_commit", "--limbo-gate", "gate.yaml")
     assert few.ret == pytest.ExitCode.TESTS_FAILED
     assert "not judged: 138 fired episodes of late_commit in this run, the gate needs 200" in \
         few.stdout.str()
@@ -165,24 +165,24 @@ def test_a_path_option_after_a_space_cannot_move_the_rootdir(
         project: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> None:
     outside = tmp_path_factory.mktemp("data") / "run.jsonl"
     outside.write_text("")
-    error = usage_error(project.runpytest_subprocess(*ONE_TEMPLATE, "--limbo-records",
+    error = usage_error(project.runpytest(*ONE_TEMPLATE, "--limbo-records",
                                                      str(outside)))
     assert error.startswith(f"ERROR: --limbo-records {outside}: pytest took {outside} for a "
                             "test path and chose ")
     assert error.endswith(f"write --limbo-records={outside}")
-    inside = project.runpytest_subprocess(*ONE_TEMPLATE, "--limbo-records", "reports/r.jsonl")
+    inside = project.runpytest(*ONE_TEMPLATE, "--limbo-records", "reports/r.jsonl")
     assert inside.ret == pytest.ExitCode.TESTS_FAILED, "a path inside the project is fine"
-    written = project.runpytest_subprocess(*ONE_TEMPLATE, f"--limbo-records={outside}")
+    written = project.runpytest(*ONE_TEMPLATE, f"--limbo-records={outside}")
     assert written.ret == pytest.ExitCode.TESTS_FAILED and len(records(outside)) == 4
 
 
 def test_resume_repairs_a_torn_last_line_and_refuses_garbage_in_the_middle(
         project: pytest.Pytester) -> None:
     path = project.path / "reports" / "episodes.jsonl"
-    project.runpytest_subprocess(*ONE_TEMPLATE)
+    project.runpytest(*ONE_TEMPLATE)
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:3]) + lines[3][:200])  # killed while writing the 4th
-    resumed = project.runpytest_subprocess(*ONE_TEMPLATE, "--limbo-resume")
+    resumed = project.runpytest(*ONE_TEMPLATE, "--limbo-resume")
     assert ("limbo: reports/episodes.jsonl:4: removed a torn last line (200 bytes) left by an "
             "interrupted run; its episode runs again") in resumed.stdout.str()
     outcomes = resumed.parseoutcomes()
@@ -191,11 +191,12 @@ def test_resume_repairs_a_torn_last_line_and_refuses_garbage_in_the_middle(
     assert len(final) == 4 and len({r["episode_id"] for r in final}) == 4
     assert len({r["run_id"] for r in final}) == 2, "the resumed run adds its own run id"
     path.write_bytes(b"".join(lines[:2]) + b"\xff\xfe not a record\n" + b"".join(lines[2:]))
-    error = usage_error(project.runpytest_subprocess(*ONE_TEMPLATE, "--limbo-resume"))
+    error = usage_error(project.runpytest(*ONE_TEMPLATE, "--limbo-resume"))
     assert error == ("ERROR: --limbo-resume: reports/episodes.jsonl:3: not an episode record "
                      "(invalid UTF-8 at byte 0); fix or remove that line")
 
 
+@pytest.mark.slow
 def test_every_record_of_a_parallel_run_shares_its_run_id(project: pytest.Pytester) -> None:
     project.runpytest_subprocess("--experiment", "small", "-n", "2")
     run_ids = {r["run_id"] for r in records(project.path / "reports" / "episodes.jsonl")}
@@ -204,7 +205,7 @@ def test_every_record_of_a_parallel_run_shares_its_run_id(project: pytest.Pytest
 
 def test_the_family_table_ends_the_output_and_says_when_the_run_is_partial(
         project: pytest.Pytester) -> None:
-    whole = project.runpytest_subprocess("--experiment", "small")
+    whole = project.runpytest("--experiment", "small")
     out = whole.stdout.str()
     assert out.index("short test summary info") < out.index("Limbo summary"), \
         "not buried between failure blocks"
@@ -215,6 +216,7 @@ def test_the_family_table_ends_the_output_and_says_when_the_run_is_partial(
         "    seen.append(item)\n"
         "    if len(seen) == 3:\n"
         "        raise KeyboardInterrupt\n")
+    # a KeyboardInterrupt from a hook needs its own process: in-process pytester re-raises it
     stopped = project.runpytest_subprocess("--experiment", "small")
     assert stopped.ret == pytest.ExitCode.INTERRUPTED
     # the third episode was interrupted before its report reached the controller

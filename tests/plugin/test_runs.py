@@ -17,6 +17,7 @@ def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_serial_and_xdist_give_identical_records_and_summary(project: pytest.Pytester) -> None:
     project.runpytest_subprocess("--experiment", "small", "--limbo-records", "serial/r.jsonl")
     result = project.runpytest_subprocess("--experiment", "small", "-n", "2",
@@ -30,6 +31,7 @@ def test_serial_and_xdist_give_identical_records_and_summary(project: pytest.Pyt
         (project.path / "xdist" / "r.summary.json").read_text()
 
 
+@pytest.mark.slow
 def test_a_crashed_worker_does_not_break_the_summary(project: pytest.Pytester) -> None:
     project.makeconftest(
         "import os\n"
@@ -45,6 +47,7 @@ def test_a_crashed_worker_does_not_break_the_summary(project: pytest.Pytester) -
     assert "incident_open-i0-ticket-timeout_late" not in {r["episode_id"] for r in written}
 
 
+@pytest.mark.slow
 def test_resume_after_an_interrupted_run(project: pytest.Pytester) -> None:
     project.makeconftest(
         "import pytest\n"
@@ -70,6 +73,7 @@ def test_resume_after_an_interrupted_run(project: pytest.Pytester) -> None:
     assert sum(r["episodes"] for r in rows if r["family"] != "all_faulted") == 8
 
 
+@pytest.mark.slow
 def test_a_killed_run_keeps_every_finished_episode(project: pytest.Pytester) -> None:
     """SIGKILL mid-run: every line written is a complete record, and resume finishes the rest."""
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-k",

@@ -70,6 +70,7 @@ def test_three_shards_merged_are_the_unsharded_run(paired: pytest.Pytester) -> N
         assert all(found == {"vanilla", "guard"} for found in conditions.values())
 
 
+@pytest.mark.slow
 def test_a_shard_is_the_same_on_a_rerun_and_under_xdist(paired: pytest.Pytester) -> None:
     first = identities(run_shard(paired, "1/3", "first.jsonl"))
     again = identities(run_shard(paired, "1/3", "again.jsonl"))

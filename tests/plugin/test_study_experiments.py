@@ -86,9 +86,9 @@ def test_every_experiment_collects_with_every_kind_of_agent(project: pytest.Pyte
 def test_a_run_needing_uninstalled_harnesses_stops_before_its_first_episode(
         project: pytest.Pytester, no_harnesses: None) -> None:
     select = ["--experiment", "e3k", "-k", "incident_open-i0-ticket-timeout_post"]
-    listed = project.runpytest_subprocess(*select, "--collect-only", "-q")
+    listed = project.runpytest(*select, "--collect-only", "-q")
     assert "8 tests collected" in listed.stdout.str()
-    run = project.runpytest_subprocess(*select)
+    run = project.runpytest(*select)
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in run.errlines if line.startswith("ERROR:")]
     assert len(errors) == 1, run.errlines
@@ -98,6 +98,7 @@ def test_a_run_needing_uninstalled_harnesses_stops_before_its_first_episode(
     assert records(project) == [], "no episode ran"
 
 
+@pytest.mark.slow
 def test_deselecting_the_harness_episodes_runs_the_rest_under_xdist(
         project: pytest.Pytester, no_harnesses: None) -> None:
     """Under xdist too a missing harness stops the run; the controller collects nothing itself
@@ -155,6 +156,7 @@ def test_a_scripted_slice_of_each_experiment_runs(project: pytest.Pytester, name
         assert {r[field] for r in found} == values, field
 
 
+@pytest.mark.slow
 def test_e5_with_a_scripted_agent_gives_table6_and_its_figure(
         project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     run = project.runpytest_subprocess("--experiment", "e5", "--agent", "scripted:verify_first",
@@ -190,6 +192,7 @@ def test_e5_with_a_scripted_agent_gives_table6_and_its_figure(
         assert figure.stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_e4_runs_its_own_models_against_a_scripted_model_server(project: pytest.Pytester,
                                                                registry: SpecRegistry) -> None:
     with OpenAIServer(PolicyModel("verify_first", registry=registry)) as server:

@@ -6,10 +6,14 @@ import json
 import re
 from html import unescape
 
+import pytest
 from reportkit import load
 
 from conftest import Browser, BuiltReport
 from limbo_plugin.report.html import episode_uid
+
+pytestmark = pytest.mark.slow
+"""A headless chromium per page: the slow set (.ci/run runs it)."""
 
 
 def url(report: BuiltReport, fragment: str = "") -> str:

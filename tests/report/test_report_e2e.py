@@ -13,6 +13,7 @@ from limbo_plugin.cli import main
 AGENTS = ("scripted:blind_retry", "scripted:verify_first", "scripted:same_key")
 
 
+@pytest.mark.slow
 def test_three_agents_side_by_side_in_table3(project: pytest.Pytester,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     files = []
@@ -45,9 +46,8 @@ def test_three_agents_side_by_side_in_table3(project: pytest.Pytester,
 
 
 def test_duplicating_episodes_are_failed_not_broken_in_allure(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess("--experiment", "tiny", "--agent",
-                                          "scripted:blind_retry", "--alluredir=allure-results",
-                                          "--clean-alluredir")
+    result = project.runpytest("--experiment", "tiny", "--agent", "scripted:blind_retry",
+                               "--alluredir=allure-results", "--clean-alluredir")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1
     statuses = {}

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from typing import Any
 
+import pytest
 from hostile import CATALOG, FUZZ, HUGE_TEXT, JSON_LIKE, is_rejection, tool_calls, wire_safe
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
@@ -65,6 +66,7 @@ def build(key: EpisodeKey) -> tuple[World, FaultTransport]:
     return world, FaultTransport(world, plan)
 
 
+@pytest.mark.slow
 def test_more_than_ten_thousand_hostile_calls_in_process() -> None:
     seen: Counter[str] = Counter()
     totals: Counter[str] = Counter()
@@ -245,6 +247,7 @@ def _refuse(constant: str) -> Any:
     raise ValueError(constant)
 
 
+@pytest.mark.slow
 def test_hostile_calls_through_the_mcp_server() -> None:
     sent: Counter[str] = Counter()
 

@@ -43,6 +43,7 @@ def _same(key: EpisodeKey, policy: str, registry: SpecRegistry, **config: str
     return local, remote
 
 
+@pytest.mark.slow
 def test_every_family_under_the_native_contract(registry: SpecRegistry) -> None:
     outcomes = set()
     for index, world in enumerate(FAMILY_SAMPLE):

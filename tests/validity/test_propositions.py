@@ -4,17 +4,19 @@ For every template, instances 0 and 1, every focal write and every applicable fa
 reference policy's duplicate outcome must match :func:`predicted_duplicate`, the fault must fire,
 the task must succeed (the truthful operator and the read-backs leave nothing undone), and
 exactly-once success must be the absence of duplicates.
+
+Every check reads its episodes from the session's shared sweep (``scripted_episode`` in
+``conftest.py``): an episode several propositions look at is run once.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
 from limbo_plugin.records import EpisodeKey
-from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
+from tests.validity.conftest import ScriptedEpisode
 from tests.validity.predictions import predicted_duplicate
 
 POLICIES = ("blind_retry", "verify_first", "same_key", "escalate_first")
@@ -34,15 +36,16 @@ def test_every_template_is_covered(registry: SpecRegistry) -> None:
 @pytest.mark.parametrize("contract", ["native", "keys_everywhere"])
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("template", TEMPLATES)
-def test_policy_outcomes_match_the_propositions(registry: SpecRegistry, template: str,
-                                                policy: str, contract: str) -> None:
+def test_policy_outcomes_match_the_propositions(registry: SpecRegistry,
+                                                scripted_episode: ScriptedEpisode,
+                                                template: str, policy: str, contract: str
+                                                ) -> None:
     catalog = registry.catalog(contract)
-    config = RunConfig(agent=f"scripted:{policy}", contract=contract)
     mismatches = []
     keys = worlds(registry, template)
     assert keys, "no worlds expanded"
     for key in keys:
-        record = run_episode(key, config, registry=registry)
+        record = scripted_episode(key, policy, contract)
         if key.fault_mode == "none":
             expected_dup, fired_expected = False, False
         else:
@@ -70,16 +73,15 @@ def test_policy_outcomes_match_the_propositions(registry: SpecRegistry, template
 
 
 def test_same_key_is_exactly_once_everywhere_under_keys_everywhere(
-        registry: SpecRegistry) -> None:
+        registry: SpecRegistry, scripted_episode: ScriptedEpisode) -> None:
     """Proposition 2, stated directly: not one duplicate in any world of any template."""
-    config = RunConfig(agent="scripted:same_key", contract="keys_everywhere")
     failures = [key.id for template in TEMPLATES for key in worlds(registry, template)
-                if not run_episode(key, config, registry=registry).eos]
+                if not scripted_episode(key, "same_key", "keys_everywhere").eos]
     assert failures == []
 
 
 def test_verify_first_duplicates_under_late_commits_on_keyless_verifiable_writes(
-        registry: SpecRegistry) -> None:
+        registry: SpecRegistry, scripted_episode: ScriptedEpisode) -> None:
     """Proposition 1: verification cannot see an in-flight request, in every such world."""
     catalog = registry.catalog()
     seen = 0
@@ -93,8 +95,7 @@ def test_verify_first_duplicates_under_late_commits_on_keyless_verifiable_writes
             if focal.accepts_key or focal.contract.idempotency != "non_idempotent" \
                     or focal.contract.read_back is None:
                 continue
-            record = run_episode(key, RunConfig(agent="scripted:verify_first"),
-                                 registry=registry)
+            record = scripted_episode(key, "verify_first")
             assert record.duplicates >= 1, key.id
             assert record.behaviour == "verify_then_retry", key.id
             assert record.overclaim, "the agent reports success it cannot know"
@@ -104,21 +105,22 @@ def test_verify_first_duplicates_under_late_commits_on_keyless_verifiable_writes
 
 @pytest.mark.parametrize("contract", ["native", "keys_everywhere"])
 @pytest.mark.parametrize("policy", ["blind_retry", "verify_first", "escalate_first"])
-def test_only_same_key_sends_keys(registry: SpecRegistry, policy: str, contract: str) -> None:
+def test_only_same_key_sends_keys(registry: SpecRegistry, scripted_episode: ScriptedEpisode,
+                                  policy: str, contract: str) -> None:
     """No policy but same_key attaches an idempotency key, whatever the contract accepts."""
-    config = RunConfig(agent=f"scripted:{policy}", contract=contract)
     keyed = [
         (key.id, entry.tool)
         for template in TEMPLATES
         for key in worlds(registry, template)
         if key.fault_mode in ("timeout_post", "timeout_late")
-        for entry in run_episode(key, config, registry=registry).trace
+        for entry in scripted_episode(key, policy, contract).trace
         if isinstance(entry.arguments, dict) and "idempotency_key" in entry.arguments
     ]
     assert keyed == []
 
 
-def test_verify_first_duplicates_late_commits_of_keyable_writes(registry: SpecRegistry) -> None:
+def test_verify_first_duplicates_late_commits_of_keyable_writes(
+        registry: SpecRegistry, scripted_episode: ScriptedEpisode) -> None:
     """Under the native contract verify_first and same_key part ways exactly on the natively
     keyable writes (billing charges, Mastodon posts): under late commits and redelivery the
     read-back policy duplicates and the key policy does not."""
@@ -133,8 +135,8 @@ def test_verify_first_duplicates_late_commits_of_keyable_writes(registry: SpecRe
             assert focal is not None
             if not focal.accepts_key:
                 continue
-            verify = run_episode(key, RunConfig(agent="scripted:verify_first"), registry=registry)
-            same = run_episode(key, RunConfig(agent="scripted:same_key"), registry=registry)
+            verify = scripted_episode(key, "verify_first")
+            same = scripted_episode(key, "same_key")
             assert verify.duplicates >= 1 and not verify.eos, key.id
             assert same.duplicates == 0 and same.eos, key.id
             seen += 1
