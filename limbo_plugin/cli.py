@@ -19,8 +19,9 @@ looking at what a run produced, or at a single world, without pytest.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
-import signal
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -42,13 +43,20 @@ DEFAULT_RECORDS = "reports/episodes.jsonl"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; every error a user can cause is one line on stderr and exit 2."""
-    if hasattr(signal, "SIGPIPE"):  # `limbo list tools | head` should not print a traceback
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    """Run one command; every error a user can cause is one line on stderr and exit 2.
+
+    The process's signal dispositions are left alone (``main`` also runs inside other programs,
+    a test process among them, where a default SIGPIPE would kill the host on its next write to
+    a closed pipe); a reader that goes away (``limbo list tools | head``) ends the command
+    quietly instead.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
     except LimboError as exc:
         print(f"limbo: {exc}", file=sys.stderr)
     except ValidationError as exc:
@@ -59,6 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"limbo: {where}{exc.strerror or exc}", file=sys.stderr)
     return 2
+
+
+def _silence_stdout() -> None:
+    """The reader of stdout is gone: send what is still buffered nowhere, so the interpreter's
+    final flush does not print a traceback."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _version() -> str:

@@ -130,3 +130,29 @@ def test_version_and_runs(tmp_path: Path, registry: SpecRegistry,
     assert lines[0].split()[:3] == ["file", "written", "(UTC)"]
     assert str(records) in lines[2] and " 2 " in lines[2] and "2 configurations" in lines[2]
     assert str(old) in lines[3] and "scripted:blind_retry" in lines[3]
+
+
+def test_running_the_command_in_process_leaves_signal_handling_alone() -> None:
+    """``main`` runs inside other programs too (this test process; an xdist worker): setting
+    SIGPIPE to its default there would kill the host on its next write to a closed pipe, such
+    as a subprocess's stdin, silently."""
+    import signal
+
+    before = signal.getsignal(signal.SIGPIPE)
+    assert main(["--specs", SPECS, "list", "policies"]) == 0
+    assert signal.getsignal(signal.SIGPIPE) == before
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    """``limbo list tools | head``: the pipe closes under the command; no traceback."""
+    import io
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdout", ClosedPipe())
+    assert main(["--specs", SPECS, "list", "tools"]) == 1
+    assert capsys.readouterr().err == ""
