@@ -57,7 +57,8 @@ def test_no_stale_or_unrunnable_lines() -> None:
 def test_exit_statuses_are_pytests() -> None:
     section = _section("Running episodes").split("### Exit status", 1)[1]
     documented = {int(n) for n in re.findall(r"^\| (\d) \|", section, flags=re.MULTILINE)}
-    assert documented == {int(code) for code in pytest.ExitCode}
+    # Every code the installed pytest has is explained, and nothing else (6 arrived in 9.2).
+    assert {int(code) for code in pytest.ExitCode} <= documented <= set(range(7))
     assert f"| {int(pytest.ExitCode.USAGE_ERROR)} | a usage error" in section
     assert f"| {int(pytest.ExitCode.TESTS_FAILED)} | at least one episode **failed**" in section
 
