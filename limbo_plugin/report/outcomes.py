@@ -9,12 +9,11 @@ without building Python objects for them.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from limbo_plugin.records import RECORD_SCHEMA_VERSION, run_fingerprint
 from limbo_plugin.report.records import (
@@ -23,9 +22,6 @@ from limbo_plugin.report.records import (
     scan_file,
     validation_problem,
 )
-
-if TYPE_CHECKING:
-    from limbo_plugin.records import EpisodeRecord
 
 
 class UsageLike(Protocol):
@@ -108,6 +104,7 @@ class Outcome:
     duplicates: int
     error: str | None = None
     usage: OutcomeUsage | None = None
+    schema_version: int | None = None
 
     def fingerprint(self) -> str:
         return run_fingerprint(self)
@@ -122,69 +119,26 @@ class Outcome:
         return self.error is None and self.eos and not self.overclaim
 
     @classmethod
-    def of(cls, record: EpisodeRecord | _OutcomeFields) -> Outcome:
-        usage = record.usage
-        # Configuration values repeat in every row: one string object each.
-        return cls(
-            episode_id=record.episode_id, template=sys.intern(record.template),
-            family=sys.intern(record.family), agent=sys.intern(record.agent),
-            contract=sys.intern(record.contract), docs=sys.intern(record.docs),
-            instruction=sys.intern(record.instruction),
-            condition=sys.intern(record.condition), operator=sys.intern(record.operator),
-            fired=record.fired, ts=record.ts, eos=record.eos, overclaim=record.overclaim,
-            duplicates=record.duplicates, error=record.error,
-            usage=None if usage is None else OutcomeUsage(
-                usage.prompt_tokens, usage.completion_tokens, usage.cost_usd,
-                usage.unpriced_calls))
-
-    @classmethod
     def from_json(cls, line: str | bytes) -> Outcome:
         """The outcome of one JSONL record line (``ValueError`` if it is not a record)."""
-        return cls.of(_OutcomeFields.model_validate_json(line))
+        return _FROM_JSON.validate_json(line)
 
 
-class _OutcomeUsageFields(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
-
-
-class _OutcomeFields(BaseModel):
-    """The fields of an :class:`~limbo_plugin.records.EpisodeRecord` an :class:`Outcome` has."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    episode_id: str
-    template: str
-    family: str
-    agent: str
-    contract: str
-    docs: str
-    instruction: str
-    condition: str
-    operator: str
-    fired: bool
-    ts: bool
-    eos: bool
-    overclaim: bool
-    duplicates: int
-    error: str | None = None
-    usage: _OutcomeUsageFields | None = None
-    schema_version: int | None = None
+_FROM_JSON = TypeAdapter(Outcome)
+"""Validates a record line straight into an :class:`Outcome`: the fields it does not declare
+(trace, ledger, …) are skipped unparsed, and pydantic's string cache makes the configuration
+values, which repeat in every row, one object each."""
 
 
 def parse_outcome_line(raw: bytes) -> tuple[Outcome | None, str]:
     """One record line's outcome, or ``None`` and what is wrong with the line."""
     try:
-        fields = _OutcomeFields.model_validate_json(raw)
+        outcome = Outcome.from_json(raw)
     except ValidationError as exc:
         return None, line_problem(raw) or validation_problem(exc)
-    if fields.schema_version != RECORD_SCHEMA_VERSION:
+    if outcome.schema_version != RECORD_SCHEMA_VERSION:
         return None, line_problem(raw)
-    return Outcome.of(fields), ""
+    return outcome, ""
 
 
 def scan_outcomes(path: str | Path) -> RecordScan[Outcome]:
