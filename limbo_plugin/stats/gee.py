@@ -81,6 +81,7 @@ def _fit_gee(
             f"the design of {formula!r} has {exog.shape[1]} columns but rank {rank}: some terms "
             f"are collinear (columns {model.exog_names})"
         )
+    _check_no_leverage_one(exog, np.asarray(model.groups), model.exog_names, formula)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         try:
@@ -93,6 +94,30 @@ def _fit_gee(
                 "has leverage 1, e.g. it is the only cluster at some level of a term"
             ) from exc
     return model, result
+
+
+def _check_no_leverage_one(exog: Any, groups: Any, names: list[str], formula: str) -> None:
+    """Refuse a cluster with leverage 1, decided from the design's structure, not from rounding.
+
+    A cluster's leverage block H_ii = D_i B⁻¹ D_iᵀ V_i⁻¹ has an eigenvalue 1 exactly when the other
+    clusters' information Σ_(k≠i) D_kᵀ V_k⁻¹ D_k is singular, i.e. when the design without that
+    cluster's rows loses rank (the working weights μ(1 − μ) and V_k are positive definite). Then
+    (I − H_ii)⁻¹ in the Mancl–DeRouen covariance does not exist, yet a floating-point fit may
+    come within rounding of singular without raising and print an interval of 1e-9 to 1e9, so the
+    property is tested on the 0/1 design itself, where rank is exact.
+    """
+    import numpy as np
+
+    full_rank = exog.shape[1]
+    for cluster in dict.fromkeys(groups.tolist()):
+        rest = exog[groups != cluster]
+        if int(np.linalg.matrix_rank(rest)) < full_rank:
+            raise ValueError(
+                f"cluster {cluster!r} has leverage 1 in {formula!r}: without it the design "
+                f"(columns {names}) loses rank, e.g. it is the only cluster at some level of a "
+                "term, so its bias-reduced covariance is undefined; add clusters at that level or "
+                "merge the level"
+            )
 
 
 def _check_estimable(model: Any, result: Any, formula: str) -> None:

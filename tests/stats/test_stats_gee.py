@@ -180,11 +180,57 @@ def test_a_single_cluster_is_an_error() -> None:
         gee_logit(rows, "duplicate ~ C(arm)", "template")
 
 
-def test_a_cluster_with_leverage_one_is_an_error() -> None:
-    # One cluster per arm: each cluster alone determines its arm's estimate.
-    clusters = {"t0": CLUSTERS["t1"], "t2": CLUSTERS["t2"]}
-    with pytest.raises(ValueError, match="leverage 1"):
-        gee_logit(_rows(clusters), "duplicate ~ C(arm)", "template")
+def _rows_by_level(clusters: dict[str, tuple[int, list[int]]]) -> list[dict[str, Any]]:
+    """Like _rows but clusters may differ in size and there may be more than two arms."""
+    return [
+        {"template": name, "arm": "abc"[arm], "duplicate": y}
+        for name, (arm, outcomes) in clusters.items()
+        for y in outcomes
+    ]
+
+
+@pytest.mark.parametrize(
+    ("clusters", "alone"),
+    [
+        # One cluster per arm: each cluster alone determines its arm's estimate.
+        ({"t0": CLUSTERS["t1"], "t2": CLUSTERS["t2"]}, "t0"),
+        # The only cluster of arm b among several of arm a.
+        ({"t0": CLUSTERS["t0"], "t1": CLUSTERS["t1"], "t2": CLUSTERS["t2"]}, "t2"),
+        # Unequal cluster sizes: I − H_ii is singular in exact arithmetic, but a floating-point
+        # fit comes out a rounding away from singular and prints an interval of 1e-2 to 1e2.
+        (
+            {"t0": (0, [1, 0, 0, 0, 1]), "t1": (0, [1, 1, 0]), "t2": (1, [1, 1, 0, 1, 0, 0, 1])},
+            "t2",
+        ),
+        # Three arms, the third with one cluster of its own.
+        (
+            {
+                "t0": (0, [1, 0, 0, 0]),
+                "t1": (0, [1, 1, 0, 0]),
+                "t2": (1, [1, 1, 1, 0]),
+                "t3": (1, [0, 1, 1, 0]),
+                "t4": (2, [0, 1, 0, 0, 1]),
+            },
+            "t4",
+        ),
+    ],
+    ids=["one-per-arm", "single-in-one-arm", "unequal-sizes", "three-arms"],
+)
+def test_a_cluster_with_leverage_one_is_an_error(
+    clusters: dict[str, tuple[int, list[int]]], alone: str
+) -> None:
+    # Leverage 1 is a property of the design (without the cluster a coefficient is unidentified),
+    # so it is refused whatever the rounding of the fit, and the error names the cluster.
+    with pytest.raises(ValueError, match=f"cluster '{alone}' has leverage 1"):
+        gee_logit(_rows_by_level(clusters), "duplicate ~ C(arm)", "template")
+
+
+def test_leverages_below_one_are_fitted() -> None:
+    # Every arm has at least two clusters: the largest leverage is 1/2 and the fit goes ahead.
+    clusters = {**CLUSTERS, "t6": (2, [1, 0, 0, 1]), "t7": (2, [0, 1, 0, 0, 1, 1])}
+    res = gee_logit(_rows_by_level(clusters), "duplicate ~ C(arm)", "template")
+    assert res.groups == 8
+    assert all(math.isfinite(res.se[t]) and res.se[t] > 0 for t in res.terms)
 
 
 def test_separation_is_an_error() -> None:
