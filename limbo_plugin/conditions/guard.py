@@ -5,20 +5,25 @@
 - ``consistency``: verify only once the read path's documented lag has passed since the
   unknown request was sent, so an eventually consistent read-back is not trusted while stale;
 - ``block``: refuse an unverifiable repeat of a non-idempotent write and ask to escalate;
-- ``annotate``: tell the agent when an outcome is unknown, and why a re-issue was not sent
+- ``annotate``: tell the agent when an outcome is unknown and that any identical retry will be
+  verified first, as the paper's guard did (§6.5), and why a re-issue was not sent
   (:mod:`~limbo_plugin.conditions.annotate`).
 
-``guard-no-<component>`` switches one off (E4 ablations). The layers, outermost first:
-annotate → key → verify-before-retry → transport. Keys are attached above verification so that
-the verifier sees what is actually sent, and can let a re-issue carrying the pinned key through
-unverified. The oracles reuse this assembly with a ground-truth verifier.
+``guard-no-<component>`` switches one off (E4 ablations). ``guard-no-promise`` is a separate
+condition, not an ablation: the whole guard, with a note that states the uncertainty and promises
+no verification (the paper's §7 recommendation, which the paper did not measure).
+
+The layers, outermost first: annotate → key → verify-before-retry → transport. Keys are
+attached above verification so that the verifier sees what is actually sent, and can let a
+re-issue carrying the pinned key through unverified. The oracles reuse this assembly with a
+ground-truth verifier.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from limbo_plugin.conditions.annotate import Annotate
+from limbo_plugin.conditions.annotate import Annotate, Note, uncertainty_note, verify_promise_note
 from limbo_plugin.conditions.base import Condition, HarnessEnv
 from limbo_plugin.conditions.keys import KeyPinning
 from limbo_plugin.conditions.vbr import ReadBackVerifier, Verifier, VerifyBeforeRetry
@@ -28,8 +33,14 @@ GUARD_COMPONENTS = ("key", "consistency", "block", "annotate")
 
 
 def build_guard(inner: ToolCaller, env: HarnessEnv, *, without: Iterable[str] = (),
-                verifier: Verifier | None = None) -> ToolCaller:
-    """The guard around ``inner``, minus the components in ``without``."""
+                verifier: Verifier | None = None, note: Note = verify_promise_note
+                ) -> ToolCaller:
+    """The guard around ``inner``, minus the components in ``without``; ``note`` is what
+    ``annotate`` says on an ambiguous answer (by default the paper's guard's note).
+
+    This is the one place the guard is assembled: the conditions below, the oracles and any
+    other front end (a proxy in front of a real MCP server) build it here.
+    """
     off = set(without)
     unknown = off - set(GUARD_COMPONENTS)
     if unknown:
@@ -42,7 +53,7 @@ def build_guard(inner: ToolCaller, env: HarnessEnv, *, without: Iterable[str] = 
     if "key" not in off:
         caller = KeyPinning(caller, env)
     if "annotate" not in off:
-        caller = Annotate(caller, env)
+        caller = Annotate(caller, env, note=note)
     return caller
 
 
@@ -58,8 +69,14 @@ def _full_guard(inner: ToolCaller, env: HarnessEnv) -> ToolCaller:
     return build_guard(inner, env)
 
 
+def _guard_without_promise(inner: ToolCaller, env: HarnessEnv) -> ToolCaller:
+    return build_guard(inner, env, note=uncertainty_note)
+
+
 CONDITIONS = (
     Condition("guard", "verify-before-retry with keys, consistency waits, blocking and notes",
               wraps=_full_guard),
     *(_ablation(component) for component in GUARD_COMPONENTS),
+    Condition("guard-no-promise", "the guard with a note that states an unknown outcome "
+              "without promising verification", wraps=_guard_without_promise),
 )

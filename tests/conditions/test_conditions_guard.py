@@ -129,9 +129,32 @@ def test_annotate_component_tells_the_agent_the_outcome_is_unknown(registry: Spe
     w = world(registry, "incident_open", "email", "timeout_late")
     full, ablated = run(w, "guard"), run(w, "guard-no-annotate")
     note = agent_calls(full, "email_send")[0].response.get("harness_note", "")
-    assert "unknown" in note and "escalate_to_human" in note
-    assert "verif" not in note  # it states uncertainty; it promises nothing
+    assert "unknown" in note
     assert "harness_note" not in agent_calls(ablated, "email_send")[0].response
+
+
+def test_the_guards_note_announces_verification_before_any_identical_retry(
+        registry: SpecRegistry) -> None:
+    """The guard the paper measured (§6.5) announced that it would verify before any identical
+    retry; that announcement is what moved a model from escalating to retrying."""
+    w = world(registry, "incident_open", "email", "timeout_late")
+    note = agent_calls(run(w, "guard"), "email_send")[0].response["harness_note"]
+    assert "will verify" in note and "before sending any identical retry" in note.lower()
+    for oracle in ("state_oracle", "outcome_oracle"):  # the guard with another verifier
+        assert agent_calls(run(w, oracle), "email_send")[0].response["harness_note"] == note
+
+
+def test_guard_no_promise_states_the_uncertainty_and_promises_nothing(registry: SpecRegistry
+                                                                      ) -> None:
+    w = world(registry, "incident_open", "email", "timeout_late")
+    promised, plain = run(w, "guard"), run(w, "guard-no-promise")
+    note = agent_calls(plain, "email_send")[0].response["harness_note"]
+    assert "unknown" in note and "escalate_to_human" in note
+    assert "verif" not in note
+    # only the note differs: the same calls, the same outcome
+    assert [(e.tool, e.origin) for e in plain.trace] == [(e.tool, e.origin)
+                                                         for e in promised.trace]
+    assert (plain.eos, plain.duplicates) == (promised.eos, promised.duplicates)
 
 
 def test_annotate_component_changes_what_a_heeding_agent_does(registry: SpecRegistry) -> None:
