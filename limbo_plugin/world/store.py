@@ -63,21 +63,43 @@ class VersionedTable:
         return self._versions[record_id][0][0]
 
 
-WORD = re.compile(r"[^\W_]+")
-"""A search term: a maximal run of letters and digits (any script). Everything else, spaces,
-punctuation and underscores alike, separates terms."""
+EDGE = re.compile(r"^[\W_]+|[\W_]+$")
+"""Punctuation around a query term ("gateway," or "(refund)"), which is not part of it."""
+
+SUFFIXES = (("ies", "y"), ("sses", "ss"), ("ches", "ch"), ("shes", "sh"), ("xes", "x"),
+            ("ing", ""), ("ed", ""), ("es", "e"), ("s", ""))
+"""Inflections a term is also looked for without (plural, past, progressive), longest first."""
+
+MIN_STEM = 3
 
 
-def words(text: str) -> set[str]:
-    """The case-folded words of ``text``."""
-    return {w.casefold() for w in WORD.findall(text)}
+def terms(query: str) -> list[str]:
+    """The case-folded terms of ``query``: its whitespace-separated parts without surrounding
+    punctuation. A query of punctuation alone has none."""
+    found = (EDGE.sub("", part).casefold() for part in query.split())
+    return [term for term in found if term]
+
+
+def stem(term: str) -> str:
+    """``term`` without one inflectional ending ("refunds", "refunded" → "refund"), or itself."""
+    for suffix, replacement in SUFFIXES:
+        if term.endswith(suffix):
+            if suffix == "s" and term.endswith("ss"):
+                return term  # "class", "address": not plurals
+            base = term[: len(term) - len(suffix)] + replacement
+            if len(base) >= MIN_STEM:
+                return base
+    return term
 
 
 def search_matches(query: str, *texts: str) -> bool:
-    """Search-engine semantics (SPEC §1.4): every query term occurs, case-insensitively, in one
-    of the fields. Query and fields are split into words the same way and a term must equal a
-    word of a field: "gate" does not find "Gateway", "ceo@acme.example" finds its three words.
-    A query with no words finds nothing."""
-    terms = words(query)
-    fields = [words(t) for t in texts if t]
-    return bool(terms) and all(any(term in f for f in fields) for term in terms)
+    """Search-engine semantics (SPEC §1.4; paper §4: "a record matches when every query term
+    occurs in its fields"): every term of the query occurs, ignoring case, somewhere in one of
+    the fields — inside a longer word too ("maint" finds "maintenance", "gate" "Gateway") — or,
+    failing that, its stem does ("refunds" finds "Refund" and "refunded"). A query with no
+    terms finds nothing. The tool descriptions state this rule to the agent."""
+    wanted = terms(query)
+    fields = [t.casefold() for t in texts if t]
+    return bool(wanted) and all(
+        any(term in f for f in fields) or any(stem(term) in f for f in fields)
+        for term in wanted)
