@@ -6,6 +6,7 @@
     limbo summary [RECORDS] [--markdown]
     limbo runs [RECORDS]
     limbo gate GATE [--records RECORDS] [--baseline previous|RECORDS]
+    limbo compare A B [--json] [--all] [--outcome passed|eos|no_duplicate]
     limbo report [RECORDS…] [--out reports/report]
     limbo merge OUT IN…
     limbo allure [RESULTS] [--out reports/allure-report]
@@ -168,6 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="records of an earlier run, or 'previous' (the latest in the "
                       "history of --records)")
     gate.set_defaults(handler=cmd_gate)
+
+    from limbo_plugin.report import compare
+
+    compare.add_parser(sub).set_defaults(
+        handler=lambda args: compare.run_command(args, _registry(args).family_order))
 
     report = sub.add_parser("report", help="the paper's tables, figures and an HTML report "
                             "with an episode explorer, from one or more record files")
@@ -338,6 +344,11 @@ def cmd_summary(args: argparse.Namespace) -> int:
     records = _records_file(args.records, read_outcomes)  # the table's fields: traces unparsed
     summary = summarize(records, family_order=_registry(args).family_order)
     print(render_markdown(summary) if args.markdown else "\n".join(render_text(summary)))
+    from limbo_plugin.report.passk import render_text as pass_k_text
+
+    pass_k = pass_k_text(records, family_order=_registry(args).family_order)
+    if pass_k:
+        print("\n" + "\n".join(pass_k))
     return 0
 
 
