@@ -15,6 +15,7 @@ collection stays identical on every worker. An experiment without arms is its ow
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,17 +167,19 @@ class Episode:
 
     key: EpisodeKey
     config: RunConfig
+    repeat: int = 0
+    """Which run of the episode this is (``--limbo-repeat``), from 0; the world is the same."""
 
     @property
     def id(self) -> str:
         """The test id: the pytest item's name, the record's ``test_id``, what ``limbo show``
         takes (:func:`limbo_plugin.records.make_test_id`)."""
-        return make_test_id(self.key.id, self.config)
+        return make_test_id(self.key.id, self.config, self.repeat)
 
     def sort_key(self) -> tuple[Any, ...]:
         k, c = self.key, self.config
         return (k.template, k.instance, k.focal_write, k.fault_mode, c.contract, c.docs,
-                c.instruction, c.condition, c.operator, c.agent)
+                c.instruction, c.condition, c.operator, c.agent, self.repeat)
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,9 @@ class Part:
         return (*self.at, field) if field in self.sets else (field,)
 
 
+REPEAT_SUFFIX = re.compile(r"-rep\d+$")
+
+
 def compares_agents(episodes: Iterable[Episode]) -> bool:
     """Whether the episodes run more than one agent (their item names then say which)."""
     return len({e.config.agent for e in episodes}) > 1
@@ -266,7 +272,10 @@ def plans_of_items(node_ids: Iterable[str], root: Path, registry: SpecRegistry,
         episodes = experiment.episodes(registry, overrides, defaults)
         plan_of = {e.id: AgentPlan.of(e.config.agent, e.config.condition, options)
                    for e in episodes}
-        plans.update(plan_of[n] for n in names if n in plan_of)
+        for name in names:  # a repeat (-rep2) runs its episode's plan
+            plan = plan_of.get(name) or plan_of.get(REPEAT_SUFFIX.sub("", name))
+            if plan is not None:
+                plans.add(plan)
     return plans
 
 
@@ -372,13 +381,15 @@ class Experiment:
         return list(found)
 
     def episodes(self, registry: SpecRegistry, overrides: Mapping[str, str | None],
-                 defaults: RunConfig) -> list[Episode]:
-        """The union over the parts of worlds × run configurations, sorted."""
+                 defaults: RunConfig, *, repeat: int = 1) -> list[Episode]:
+        """The union over the parts of worlds × run configurations (each ``repeat`` times,
+        the runs of one episode side by side), sorted."""
         episodes: set[Episode] = set()
         for part in self.parts():
             configs = configs_of(part.design, overrides, defaults)
-            episodes.update(Episode(key=k, config=c) for k in worlds_of(part.design, registry)
-                            for c in configs)
+            episodes.update(Episode(key=k, config=c, repeat=r)
+                            for k in worlds_of(part.design, registry)
+                            for c in configs for r in range(repeat))
         return sorted(episodes, key=Episode.sort_key)
 
 

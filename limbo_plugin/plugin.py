@@ -87,6 +87,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "limbo_shard": ("--limbo-shard", "run shard K of N (K from 0) of the collected episodes: "
                     "every world's episodes on one shard, balanced by expected cost; "
                     "env:VAR/N reads K from $VAR (e.g. env:JOB_COMPLETION_INDEX/4)"),
+    "limbo_repeat": ("--limbo-repeat", "run each episode K times on its same world (ids of "
+                     "the repeats end in -rep1, -rep2, …); the summary shows pass^k"),
 }
 METAVARS = {"agent": "AGENT", "contract": "NAME", "docs": "NAME", "instruction": "NAME",
             "condition": "NAME", "operator": "NAME", "experiment": "NAME",
@@ -94,7 +96,7 @@ METAVARS = {"agent": "AGENT", "contract": "NAME", "docs": "NAME", "instruction":
             "limbo_specs": "DIR", "limbo_cassette": "DIR", "limbo_cassette_mode": "MODE",
             "limbo_cost_limit": "USD", "limbo_provider_retries": "N",
             "limbo_provider_backoff": "SECONDS", "limbo_episode_timeout": "SECONDS",
-            "limbo_shard": "K/N"}
+            "limbo_shard": "K/N", "limbo_repeat": "K"}
 """What ``pytest --help`` shows as each option's value (argparse would show its dest)."""
 DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl"}
 """Built-in defaults of the plugin's own options; run-configuration and agent options default
@@ -185,6 +187,7 @@ class LimboState:
         cost = option(config, "limbo_cost_limit")
         self.cost_limit = _positive_float("--limbo-cost-limit", cost) if cost else None
         self.episode_timeout = _time_limit(option(config, "limbo_episode_timeout"))
+        self.repeat = _repeat(option(config, "limbo_repeat"))
         self.agent_options = parse_agent_options({
             "model_options": self.model_options,
             "cassette": option(config, "limbo_cassette"),
@@ -193,16 +196,16 @@ class LimboState:
             "provider_backoff_s": option(config, "limbo_provider_backoff"),
             "reports_dir": str(self.records_path.parent),  # harness transcripts go here
         })
-        self.done: set[tuple[str, str]] = set()
-        self.previous: dict[tuple[str, str], Outcome] = {}
-        self.outcomes: dict[tuple[str, str], Outcome] = {}
+        self.done: set[tuple[str, str, int]] = set()
+        self.previous: dict[tuple[str, str, int], Outcome] = {}
+        self.outcomes: dict[tuple[str, str, int], Outcome] = {}
         """This run's episodes, one slim row each (the JSONL file holds the records)."""
         self.writer: RecordWriter | None = None
         self.cost_meter: CostMeter | None = None
         self.gate_result: GateResult | None = None
         self.skips: dict[SkipReason, int] = {}
         self.started = time.monotonic()
-        self.selected: set[tuple[str, str]] = set()
+        self.selected: set[tuple[str, str, int]] = set()
         self.baseline: list[Outcome] = []
         self.stopped_early = False
 
@@ -308,6 +311,19 @@ def _positive_float(name: str, raw: str) -> float:
         raise UsageError(f"{name} expects a number, got {raw!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise UsageError(f"{name} must be a positive number, got {raw!r}")
+    return value
+
+
+def _repeat(raw: str | None) -> int:
+    """``--limbo-repeat K``: how many runs of each episode (default 1)."""
+    if raw is None:
+        return 1
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"--limbo-repeat expects a whole number of runs, got {raw!r}") from None
+    if not 1 <= value <= 1000:
+        raise UsageError(f"--limbo-repeat must be between 1 and 1000, got {raw!r}")
     return value
 
 
@@ -593,7 +609,8 @@ class ExperimentFile(pytest.File):
 
         state: LimboState = self.config.stash[STATE]
         registry = state.specs
-        episodes = experiment.episodes(registry, state.overrides, state.defaults)
+        episodes = experiment.episodes(registry, state.overrides, state.defaults,
+                                       repeat=state.repeat)
         model_options = {**experiment.spec.model_options, **state.model_options}
         marks: dict[str | None, pytest.MarkDecorator] = {}  # one mark object per kind, shared
         for episode in episodes:
@@ -713,7 +730,8 @@ class EpisodeItem(pytest.Item):
         from limbo_plugin.episode import run_episode
 
         state: LimboState = self.config.stash[STATE]
-        fingerprint = (self.episode.key.id, self.episode.config.fingerprint())
+        fingerprint = (self.episode.key.id, self.episode.config.fingerprint(),
+                       self.episode.repeat)
         if fingerprint in state.done:
             self.skip(SkipReason.RESUMED, "already recorded (--limbo-resume)")
         if state.cost_meter is not None and state.cost_meter.refresh() >= (state.cost_limit or 0):
@@ -724,6 +742,8 @@ class EpisodeItem(pytest.Item):
                              registry=state.specs, agent_options=options,
                              time_limit_s=state.episode_timeout)
         record.run_id = state.run_id
+        if self.episode.repeat:
+            record.repeat, record.test_id = self.episode.repeat, self.episode.id
         self.record = record
         self.record_line = record.model_dump_json()
         if record.error is not None:
@@ -769,7 +789,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if state.shard is not None:
         keep_shard(config, state, items)
-    state.selected = {(i.episode.key.id, i.episode.config.fingerprint()) for i in items
+    state.selected = {(i.episode.key.id, i.episode.config.fingerprint(), i.episode.repeat)
+                      for i in items
                       if isinstance(i, EpisodeItem)}
 
 
@@ -932,6 +953,7 @@ def print_summary(terminalreporter: Any, state: LimboState) -> None:
     if not records and state.gate_result is None:
         return
     from limbo_plugin.report.aggregate import summarize
+    from limbo_plugin.report.passk import render_text as pass_k_text
     from limbo_plugin.report.summary import render_text, write_summary
 
     write = terminalreporter.write_line
@@ -944,9 +966,16 @@ def print_summary(terminalreporter: Any, state: LimboState) -> None:
                   yellow=True, bold=True)
         for line in render_text(summary):
             write(line)
+        for line in pass_k_text(records, family_order=state.family_order):
+            write(line)
         json_path, md_path = write_summary(summary, state.records_path)
         write(f"Records: {shown_path(state.records_path)} ({len(state.outcomes)} new this run, "
               f"run id {state.run_id}). Summary: {shown_path(json_path)}, {shown_path(md_path)}")
+    if state.baseline_path is not None and records:
+        from limbo_plugin.report.compare import write_baseline_comparison
+
+        write_baseline_comparison(terminalreporter, state.baseline, records,
+                                  shown_path(state.baseline_path), state.family_order)
     if state.rotated_to is not None:
         write(f"The previous records are kept in {shown_path(state.rotated_to)} "
               f"(`limbo runs {shown_path(state.records_path)}` lists every run).")

@@ -68,16 +68,20 @@ def agent_id_part(agent: str) -> str:
     return f"{text[: MAX_AGENT_PART - 9]}-{digest}"
 
 
-def make_test_id(episode_id: str, config: object) -> str:
+def make_test_id(episode_id: str, config: object, repeat: int = 0) -> str:
     """The one id of an episode under a configuration, shared by the pytest item, the record
     (``test_id``) and ``limbo show``: the episode id followed by every configuration part that
-    differs from its default, the agent included (``…-timeout_late-guard-scripted-blind_retry``).
+    differs from its default, the agent included (``…-timeout_late-guard-scripted-blind_retry``),
+    and, from the second run of a repeated episode (``--limbo-repeat``), ``-rep<index>``. The
+    first run keeps the plain id, so a repeated run resumes from and pairs with a single one.
     """
     parts = [episode_id]
     for name in ID_PARTS:
         value = str(getattr(config, name))
         if value != RUN_DEFAULTS[name]:
             parts.append(agent_id_part(value) if name == "agent" else value)
+    if repeat:
+        parts.append(f"rep{repeat}")
     return "-".join(parts)
 
 
@@ -226,6 +230,9 @@ class EpisodeRecord(Grade):
     what ``limbo show`` takes (:func:`make_test_id`). Filled in from the record when empty."""
     episode_id: str
     """The world's id: template, instance, focal write and fault mode."""
+    repeat: int = 0
+    """Which run of the same episode and configuration this is, from 0 (``--limbo-repeat K``
+    runs each episode K times on the same world): what pass^k and run-to-run stability read."""
     template: str
     """The task template."""
     instance: int
@@ -302,7 +309,7 @@ class EpisodeRecord(Grade):
     @model_validator(mode="after")
     def _fill_test_id(self) -> EpisodeRecord:
         if not self.test_id:
-            self.test_id = make_test_id(self.episode_id, self)
+            self.test_id = make_test_id(self.episode_id, self, self.repeat)
         return self
 
     @property

@@ -120,7 +120,7 @@ def merge_records(out: str | Path, inputs: Sequence[str | Path]) -> MergeResult:
                     result.torn_lines += 1
                     continue
                 result.read += 1
-                identity = (record["episode_id"],
+                identity = (record["episode_id"] + f"#{record.get('repeat') or 0}",
                             "|".join(str(record[name]) for name in RUN_FIELDS))
                 candidate = Kept(place=Place(source, number, start, len(line)),
                                  digest=_digest(record), error=record.get("error") is not None,
@@ -147,7 +147,8 @@ def _keep(kept: dict[tuple[str, str], Kept], identity: tuple[str, str], candidat
         a, b = present.place, candidate.place
         raise RecordFileError(
             f"{result.sources[a.source]}:{a.line} and {result.sources[b.source]}:{b.line} hold "
-            f"different records of episode {identity[0]} ({identity[1]}): two runs of it, not "
+            f"different records of episode {identity[0].removesuffix('#0')} ({identity[1]}): "
+            "two runs of it, not "
             "two shards of one run; compare repeat runs with `limbo report A B` instead")
 
 

@@ -105,14 +105,16 @@ class Outcome:
     error: str | None = None
     usage: OutcomeUsage | None = None
     schema_version: int | None = None
+    repeat: int = 0
 
     def fingerprint(self) -> str:
         return run_fingerprint(self)
 
     @property
-    def identity(self) -> tuple[str, str]:
-        """The episode and its configuration: what resume and de-duplication compare."""
-        return self.episode_id, self.fingerprint()
+    def identity(self) -> tuple[str, str, int]:
+        """The episode, its configuration and repeat index: what resume and de-duplication
+        compare."""
+        return self.episode_id, self.fingerprint(), self.repeat
 
     @property
     def passed(self) -> bool:
