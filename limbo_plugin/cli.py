@@ -211,6 +211,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_server.add_arguments(mcp)
     mcp.set_defaults(handler=cmd_mcp)
 
+    from limbo_plugin.realmcp.commands import register as register_real_mcp_tools
+
+    register_real_mcp_tools(sub)
+
     harness = sub.add_parser("harness", help="install and list the production harness CLIs")
     harness_sub = harness.add_subparsers(dest="harness_command", required=True)
     harness_list = harness_sub.add_parser("list", help="harness adapters, pinned and installed "

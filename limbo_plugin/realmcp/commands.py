@@ -1,0 +1,28 @@
+"""The ``limbo`` subcommands of this package, registered on the main parser in one call."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def _handler(module: str, what: str) -> Any:
+    def handle(args: argparse.Namespace) -> int:
+        import importlib
+
+        from limbo_plugin.extras import require
+
+        require("mcp", what)
+        return int(importlib.import_module(module).run(args) or 0)
+
+    return handle
+
+
+def register(sub: Any) -> None:
+    """Add ``audit`` (and the other real-server tools) to ``limbo``'s subparsers."""
+    from limbo_plugin.realmcp import audit
+
+    parser = sub.add_parser("audit", help="audit an MCP server's tools for retry safety "
+                            "(keys, read-backs, consistency); exit 1 if a write is unprotected")
+    audit.add_arguments(parser)
+    parser.set_defaults(handler=_handler("limbo_plugin.realmcp.audit", "limbo audit"))

@@ -1,0 +1,103 @@
+"""The audit's evidence rules, loaded from ``audit_rules.yaml`` (data, not code).
+
+A project can point ``limbo audit --rules FILE`` at its own copy; the file is validated here so a
+typo is one line naming the file and the field, not a silent miss.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+DEFAULT_RULES = Path(__file__).with_name("audit_rules.yaml")
+
+
+class RulesError(Exception):
+    """The rules file is missing or malformed (one line)."""
+
+
+def _compile(patterns: list[str]) -> list[re.Pattern[str]]:
+    return [re.compile(p, re.IGNORECASE) for p in patterns]
+
+
+class Consistency(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    strong: list[str]
+    lag_seconds: list[str]
+    lag_minutes: list[str]
+    eventual: list[str]
+
+
+class Advice(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    read: str
+    idempotent: str
+    keyed: str
+    read_back: str
+    read_back_lag: str
+    unsafe: str
+
+
+class AuditRules(BaseModel):
+    """Every list of patterns and words the audit reads (see ``audit_rules.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    write_verbs: list[str]
+    read_verbs: list[str]
+    write_phrases: list[str]
+    read_phrases: list[str]
+    not_idempotent_phrases: list[str]
+    idempotent_phrases: list[str]
+    key_params: list[str]
+    key_meta_fields: list[str]
+    no_read_back_phrases: list[str]
+    stop_words: list[str]
+    consistency: Consistency
+    advice: Advice
+
+    @field_validator("write_phrases", "read_phrases", "not_idempotent_phrases",
+                     "idempotent_phrases", "key_params", "no_read_back_phrases")
+    @classmethod
+    def _valid_patterns(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"bad regular expression {pattern!r}: {exc}") from None
+        return patterns
+
+    @cached_property
+    def compiled(self) -> dict[str, list[re.Pattern[str]]]:
+        c = self.consistency
+        return {name: _compile(patterns) for name, patterns in {
+            "write_phrases": self.write_phrases, "read_phrases": self.read_phrases,
+            "not_idempotent": self.not_idempotent_phrases,
+            "idempotent": self.idempotent_phrases, "key_params": self.key_params,
+            "no_read_back": self.no_read_back_phrases, "strong": c.strong,
+            "lag_seconds": c.lag_seconds, "lag_minutes": c.lag_minutes,
+            "eventual": c.eventual}.items()}
+
+
+def load_rules(path: str | Path | None = None) -> AuditRules:
+    source = Path(path) if path else DEFAULT_RULES
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RulesError(f"{source}: cannot read the audit rules: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise RulesError(f"{source}{where}: not valid YAML") from None
+    try:
+        return AuditRules.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        raise RulesError(f"{source}: {field}: {error['msg']}") from None

@@ -1,0 +1,67 @@
+"""Helpers of the real-server tests: Limbo's catalogue served over MCP, the pinned third-party
+servers, and running ``limbo`` as a user does (a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from limbo_plugin.contracts import ToolDefinition
+from limbo_plugin.realmcp.servers import SERVERS
+from limbo_plugin.server.sandbox_http import SandboxServer
+from limbo_plugin.server.wire import TOKEN_ENV
+from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.toolapi import ToolResult
+
+REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
+HANG_S = 600  # a hang limit, not an expectation: nothing waits this long when it works
+
+
+class ListingOnly:
+    """A session that lists ``tools`` and refuses every call: what the audit needs."""
+
+    def __init__(self, tools: list[ToolDefinition]) -> None:
+        self.tools = tools
+
+    def call(self, name: str, arguments: Any = None) -> ToolResult:
+        raise AssertionError(f"the audit called {name}")
+
+
+@contextmanager
+def catalogue_server(contract: str, docs: str = "default") -> Iterator[tuple[list[str], dict]]:
+    """``limbo mcp`` serving every tool of the catalogue under ``contract``: its command line
+    and the environment that carries the token."""
+    tools = list(REGISTRY.catalog(contract, docs).tools.values())
+    with SandboxServer() as sandbox, sandbox.episode(ListingOnly(tools)) as lease:
+        command = [sys.executable, "-m", "limbo_plugin.server.mcp_server", "--url", lease.url]
+        yield command, {**os.environ, TOKEN_ENV: lease.token}
+
+
+def limbo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "limbo_plugin.cli", *args], env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=HANG_S)
+
+
+def audit_json(command: list[str], env: dict[str, str] | None = None
+               ) -> tuple[int, dict[str, Any]]:
+    done = limbo("audit", "--json", "--", *command, env=env)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def real_server(name: str) -> str:
+    """The pinned third-party server's executable, or skip saying how to install it."""
+    path = SERVERS[name].installed()
+    if path is None:
+        pytest.skip(f"{name} MCP server not installed: python -m limbo_plugin.realmcp.servers "
+                    f"install {name}")
+    return str(path)
