@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from limbo_plugin.records import EffectCount, Grade
-from limbo_plugin.tasks import TaskInstance
+from limbo_plugin.tasks import RequiredEffect, TaskInstance
 from limbo_plugin.world.ledger import Effect
 
 
@@ -15,19 +15,22 @@ def grade(task: TaskInstance, effects: list[Effect], final_status: str | None, *
     """Grade an episode from its ledger (``effects``), the agent's final status and the ids of
     the records the world held before the episode (``World.seeded_ids``).
 
-    ``standing`` counts effects neither undone nor superseded (see
-    :mod:`limbo_plugin.world.ledger`), so a required effect is judged on the final state.
+    An update counts toward a requirement, and stops standing for it, only through the fields
+    that requirement checks (:func:`checked_fields`): upserting a flag's ``cohort`` neither
+    retires the ``enabled: true`` an earlier upsert set nor, when a re-upsert repeats
+    ``enabled: true`` with a corrected cohort, enables the flag a second time. ``standing``
+    counts what is left at the end, so a required effect is judged on the final state.
     """
     counts = {req.id: [0, 0] for req in task.required}
     unrequested = 0
     for effect in effects:
         matched = next((req for req in task.required if req.matches(effect)), None)
-        if matched is None:
+        counted = None if matched is None else contribution(matched, effect)
+        if matched is None or counted is None:
             unrequested += 1
             continue
         counts[matched.id][0] += 1
-        if effect.undone_at is None:
-            counts[matched.id][1] += 1
+        counts[matched.id][1] += counted
     per_effect = [EffectCount(id=req.id, required=req.count, committed=counts[req.id][0],
                               standing=counts[req.id][1]) for req in task.required]
     collateral = count_collateral(task, effects, seeded_ids)
@@ -39,6 +42,30 @@ def grade(task: TaskInstance, effects: list[Effect], final_status: str | None, *
     return Grade(ts=ts, eos=eos, duplicates=duplicates, residual_duplicates=residual,
                  collateral=collateral, unrequested=unrequested, overclaim=overclaim,
                  effects=per_effect)
+
+
+def checked_fields(requirement: RequiredEffect, effect: Effect) -> set[str]:
+    """The fields ``effect`` wrote that ``requirement`` checks (``values.enabled`` checks the
+    ``enabled`` field an upsert sets; ``status`` the status a status change sets)."""
+    if not effect.sets:
+        return set()
+    named = {path.rsplit(".", 1)[-1] for path in requirement.where}
+    return named & set(effect.sets)
+
+
+def contribution(requirement: RequiredEffect, effect: Effect) -> int | None:
+    """How ``effect``, which matches ``requirement``, counts toward it: ``None`` when it does
+    not (an update that changed none of the fields the requirement checks), else 1 if it still
+    stands at the end and 0 if it was undone or every checked field it changed was overwritten
+    by a later write."""
+    checked = checked_fields(requirement, effect)
+    if checked:
+        mine = checked & set(effect.changed_fields)
+        if not mine:
+            return None
+        if any(name in effect.overwritten for name in mine):
+            return 0
+    return 0 if effect.undone_at is not None else 1
 
 
 def count_collateral(task: TaskInstance, effects: list[Effect],

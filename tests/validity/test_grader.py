@@ -261,3 +261,56 @@ def test_the_world_reports_every_seeded_record_id(registry: SpecRegistry) -> Non
         held = {rid for service in world.services.values()
                 for table in service.record_tables() for rid, _ in table.all_current()}
         assert held <= world.seeded_ids, name
+
+
+# -- updates count, and stop counting, through the fields a requirement checks ------------------
+def _upsert_flag(flag: str, values: dict[str, object]) -> Callable[[AgentSession], None]:
+    return lambda s: s.call("db_upsert", {"table": "feature_flags", "key": {"flag": flag},
+                                          "values": values})
+
+
+
+
+def test_changing_another_field_leaves_the_checked_one_standing(registry: SpecRegistry) -> None:
+    """{enabled: true, cohort: "nobody"} then {cohort: <right>}: the flag the task asked to
+    enable is still enabled, so the task succeeded and "completed" is no overclaim."""
+    params = registry.template("feature_flags").instantiate(0).params
+    flag = params["flags"][0]
+
+    def wrong_then_right(session: AgentSession) -> None:
+        _upsert_flag(flag, {"enabled": True, "cohort": "nobody"})(session)
+        _upsert_flag(flag, {"cohort": params["cohort"]})(session)
+
+    record = run(registry, "feature_flags", CustomAgent(wrong_then_right))
+    assert [e.args["values"] for e in record.ledger if e.tool == "db_upsert"][-2:] == [
+        {"enabled": True, "cohort": "nobody"}, {"cohort": params["cohort"]}]
+    first = next(e for e in record.effects if e.id == "flag_1")
+    assert (first.committed, first.standing) == (1, 1)
+    assert record.ts and record.eos and not record.overclaim
+    assert record.duplicates == 0
+
+
+def test_repeating_the_checked_value_with_a_corrected_field_is_no_duplicate(
+        registry: SpecRegistry) -> None:
+    """Re-upserting {enabled: true} with a corrected cohort enables nothing a second time."""
+    params = registry.template("feature_flags").instantiate(0).params
+    flag = params["flags"][0]
+    agent = CustomAgent(_upsert_flag(flag, {"enabled": True, "cohort": "corrected"}))
+    record = run(registry, "feature_flags", agent)
+    first = next(e for e in record.effects if e.id == "flag_1")
+    assert (first.committed, first.standing) == (1, 1)
+    assert record.eos and record.duplicates == 0
+    cohort_fix = [e for e in record.ledger if e.tool == "db_upsert"][-1]
+    assert cohort_fix.changed == ["cohort"]  # the ledger says what the write changed
+
+
+def test_overwriting_the_checked_field_still_retires_the_update(registry: SpecRegistry) -> None:
+    """The field-wise rule still retires an update whose checked field was changed back, even
+    when the later write also repeats an unchecked field."""
+    params = registry.template("feature_flags").instantiate(0).params
+    flag = params["flags"][0]
+    agent = CustomAgent(_upsert_flag(flag, {"enabled": False, "cohort": params["cohort"]}))
+    record = run(registry, "feature_flags", agent)
+    first = next(e for e in record.effects if e.id == "flag_1")
+    assert (first.committed, first.standing) == (1, 0)
+    assert not record.ts and record.overclaim

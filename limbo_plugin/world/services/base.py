@@ -172,7 +172,8 @@ class Service:
     def commit(self, tool: str, args: Args, ex: Execution, record_ids: list[str], *,
                intent: dict[str, Any] | None = None, kind: EffectKind = "create",
                targets: list[str] | None = None,
-               sets: dict[str, Any] | None = None) -> Effect:
+               sets: dict[str, Any] | None = None,
+               changed: list[str] | None = None) -> Effect:
         contract = self.world.catalog.contract(tool)
         if intent is None:
             intent = {f: args.get(f) for f in contract.intent_fields}
@@ -180,6 +181,6 @@ class Service:
             t=ex.t, service=self.name, tool=tool, intent=intent,
             args={k: v for k, v in args.items()}, record_ids=record_ids, key=ex.key,
             origin=ex.origin, request_seq=ex.seq, request_part=ex.part, kind=kind,
-            targets=targets, sets=sets,
+            targets=targets, sets=sets, changed=changed,
         )
 

@@ -137,11 +137,12 @@ class DatabaseService(Service):
         key, values = args["key"], args["values"]
         for row_id, row in table.rows.all_current():
             if all(row.get(k) == v for k, v in key.items()):
-                if any(row.get(k) != v for k, v in values.items()):
+                changed = [k for k, v in values.items() if row.get(k) != v]
+                if changed:
                     row = {**row, **values}
                     table.rows.put(row_id, row, ex.t)
                     self.commit("db_upsert", args, ex, [row_id], kind="update",
-                                targets=[row_id], sets=values)
+                                targets=[row_id], sets=values, changed=changed)
                 return {"table": table.name, "id": row_id, "row": row, "result": "upserted"}
         # Named after the key, not the request: whichever attempt inserts the row, it is the
         # same row, so a re-issued upsert answers identically whether or not the first landed.
