@@ -456,22 +456,27 @@ PATH_OPTIONS = ("--limbo-records", "--limbo-gate", "--limbo-baseline", "--limbo-
 
 
 def check_rootdir(config: pytest.Config) -> None:
-    """pytest chooses its rootdir (and so its ini file and ``testpaths``) before plugin options
-    are known, so in ``--limbo-records /data/run.jsonl`` an existing path is taken for a test
-    path: the run would start from ``/data`` and collect whatever lies beside the project. Such
-    a run stops here with the spelling that works (``--limbo-records=/data/run.jsonl``)."""
+    """pytest chooses its rootdir (and so its ini file and ``testpaths``) before any plugin is
+    loaded, from the positional paths it sees: in ``--limbo-records /data/run.jsonl`` the value
+    is one once the file exists, and the next run would start from ``/data`` and collect
+    whatever lies there. No plugin can register its options before that, so a path option
+    whose value lies outside the project after a space is refused on every run, the first
+    (file not written yet) included, with the spelling that works (``--limbo-records=…``)."""
     if config.getoption("rootdir", None) or config.getoption("inifilename", None):
         return  # the user chose the rootdir or the ini file; nothing was guessed
     invocation = Path(config.invocation_params.dir)
     args = [str(arg) for arg in config.invocation_params.args]
     for flag, value in itertools.pairwise(args):
-        path = invocation / value
-        if flag not in PATH_OPTIONS or not path.exists():
+        if flag not in PATH_OPTIONS:
             continue
-        if _config_dir(path if path.is_dir() else path.parent) != _config_dir(invocation):
-            raise UsageError(f"{flag} {value}: pytest took {value} for a test path and chose "
-                             f"{config.rootpath} as its rootdir (it reads paths before Limbo's "
-                             f"options are known); write {flag}={value}")
+        path = invocation / value
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        if _config_dir(existing if existing.is_dir() else existing.parent) != \
+                _config_dir(invocation):
+            raise UsageError(f"{flag} {value}: after a space pytest takes {value} for a test "
+                             "path once it exists and starts the run from its directory (it "
+                             f"reads paths before Limbo's options are known); write "
+                             f"{flag}={value}")
 
 
 CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "setup.py")

@@ -164,11 +164,15 @@ def test_a_gate_never_passes_on_nothing(project: pytest.Pytester) -> None:
 def test_a_path_option_after_a_space_cannot_move_the_rootdir(
         project: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> None:
     outside = tmp_path_factory.mktemp("data") / "run.jsonl"
+    # The same one line on the first run (no file yet: pytest ignores the path) and after.
+    first = usage_error(project.runpytest(*ONE_TEMPLATE, "--limbo-records", str(outside)))
+    assert not outside.exists()
     outside.write_text("")
     error = usage_error(project.runpytest(*ONE_TEMPLATE, "--limbo-records",
                                                      str(outside)))
-    assert error.startswith(f"ERROR: --limbo-records {outside}: pytest took {outside} for a "
-                            "test path and chose ")
+    assert first == error
+    assert error.startswith(f"ERROR: --limbo-records {outside}: after a space pytest takes "
+                            f"{outside} for a test path once it exists")
     assert error.endswith(f"write --limbo-records={outside}")
     inside = project.runpytest(*ONE_TEMPLATE, "--limbo-records", "reports/r.jsonl")
     assert inside.ret == pytest.ExitCode.TESTS_FAILED, "a path inside the project is fine"
