@@ -87,6 +87,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "limbo_shard": ("--limbo-shard", "run shard K of N (K from 0) of the collected episodes: "
                     "every world's episodes on one shard, balanced by expected cost; "
                     "env:VAR/N reads K from $VAR (e.g. env:JOB_COMPLETION_INDEX/4)"),
+    "limbo_progress": ("--limbo-progress", "seconds between live progress lines (default 10 "
+                       "on a terminal, 60 in a log; 0: after every episode; off: none)"),
     "limbo_repeat": ("--limbo-repeat", "run each episode K times on its same world (ids of "
                      "the repeats end in -rep1, -rep2, …); the summary shows pass^k"),
 }
@@ -96,7 +98,8 @@ METAVARS = {"agent": "AGENT", "contract": "NAME", "docs": "NAME", "instruction":
             "limbo_specs": "DIR", "limbo_cassette": "DIR", "limbo_cassette_mode": "MODE",
             "limbo_cost_limit": "USD", "limbo_provider_retries": "N",
             "limbo_provider_backoff": "SECONDS", "limbo_episode_timeout": "SECONDS",
-            "limbo_shard": "K/N", "limbo_repeat": "K"}
+            "limbo_shard": "K/N", "limbo_repeat": "K",
+            "limbo_progress": "SECONDS|off"}
 """What ``pytest --help`` shows as each option's value (argparse would show its dest)."""
 DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl"}
 """Built-in defaults of the plugin's own options; run-configuration and agent options default
@@ -188,6 +191,9 @@ class LimboState:
         self.cost_limit = _positive_float("--limbo-cost-limit", cost) if cost else None
         self.episode_timeout = _time_limit(option(config, "limbo_episode_timeout"))
         self.repeat = _repeat(option(config, "limbo_repeat"))
+        from limbo_plugin.report.progress import parse_interval
+
+        parse_interval(option(config, "limbo_progress"), tty=False)  # before anything moves
         self.agent_options = parse_agent_options({
             "model_options": self.model_options,
             "cassette": option(config, "limbo_cassette"),
@@ -368,6 +374,10 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(RunIdToWorkers(state.run_id), "limbo-run-id")
         sync_on_sigterm(state)
+        from limbo_plugin.report import progress
+
+        progress.install(config, state.outcomes, option(config, "limbo_progress"),
+                         state.cost_limit, lambda: state.family_order)
     if state.cost_limit is not None:
         from limbo_plugin.report.records import CostMeter
 
