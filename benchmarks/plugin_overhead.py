@@ -1,48 +1,86 @@
-"""Wall time of the default experiment against as many trivial parametrized tests, side by side.
+"""CPU and wall time of the default experiment against as many trivial parametrized tests.
 
-    python benchmarks/plugin_overhead.py [--rounds 3]
+    python benchmarks/plugin_overhead.py [--rounds 5] [--parallel] [--bytecode source|cached]
+                                         [--before DIR]
 
-Runs, in alternation so machine load affects both alike: the default experiment (every template,
-instances 0-1, every focal write and applicable mode, scripted:verify_first) serially and with
-``-n 2``, and a file of the same number of ``assert True`` tests parametrized with pytest, serially
-and with ``-n 2``. Prints the median wall time of each and the ratios, which are what compare
-across machines.
+Runs, in alternation so that machine load affects both sides alike: the default experiment
+(every template, instances 0-1, every focal write and applicable mode, scripted:verify_first)
+serially and ``--collect-only``, and a file of the same number of ``assert True`` tests
+parametrized with pytest and run with ``-p no:limbo -p no:hypothesispytest``, serially and
+``--collect-only`` (``--parallel`` adds both with ``-n 2``). Each case is one whole pytest
+process; its CPU time is the process's user + system time (``os.wait4``), which a busy machine
+does not inflate the way it inflates wall time. Prints the medians and the ratios, which are
+what compare across machines, and the load average before and after. ``--before DIR`` adds
+the same Limbo cases run from another checkout (``git archive <commit> | tar -x -C DIR``; its
+``limbo_plugin`` comes first on ``PYTHONPATH``), so before and after are measured in one run.
+
+``--bytecode source`` (the default here: the environment sets ``PYTHONDONTWRITEBYTECODE``)
+leaves the interpreter as it is, so Limbo, installed editable, compiles its modules from
+source in every run while the baseline's libraries load their installed byte code.
+``--bytecode cached`` lets both sides cache byte code under a temporary
+``PYTHONPYCACHEPREFIX`` (warmed by one untimed run of each case), as an installed package does.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BARE = ["-p", "no:limbo", "-p", "no:hypothesispytest"]
 
 
-def count_episodes() -> int:
+@dataclass(frozen=True)
+class Run:
+    wall_s: float
+    cpu_s: float
+
+
+def count_episodes(env: dict[str, str]) -> int:
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q"], cwd=ROOT,
-                         capture_output=True, text=True, check=False).stdout
+                         capture_output=True, text=True, check=False, env=env).stdout
     return sum(1 for line in out.splitlines() if "::" in line)
 
 
-def timed(args: list[str], cwd: Path) -> float:
+def measured(args: list[str], cwd: Path, env: dict[str, str]) -> Run:
+    """One pytest process: wall time and its own user + system CPU time."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                   cwd=cwd, capture_output=True, check=False)
-    return time.perf_counter() - start
+    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = 0  # reaped above
+    return Run(wall, usage.ru_utime + usage.ru_stime)
+
+
+def load() -> str:
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=3)
-    rounds = parser.parse_args().rounds
-    n = count_episodes()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--parallel", action="store_true", help="also run both with -n 2")
+    parser.add_argument("--bytecode", choices=("source", "cached"), default="source")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a checkout of the earlier code, run side by side")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        trivial = Path(tmp)
+        env = dict(os.environ)
+        if args.bytecode == "cached":
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
+        n = count_episodes(env)
+        trivial = Path(tmp) / "trivial"
+        trivial.mkdir()
         (trivial / "pytest.ini").write_text("[pytest]\n")
         (trivial / "test_trivial.py").write_text(
             "import pytest\n\n"
@@ -51,26 +89,52 @@ def main() -> None:
         records = Path(tmp) / "bench.jsonl"
         cases = {
             "default experiment, serial": ([f"--limbo-records={records}"], ROOT),
-            "default experiment, -n 2": (["-n", "2", f"--limbo-records={records}"], ROOT),
             "trivial tests, serial": ([*BARE], trivial),
-            "trivial tests, -n 2": ([*BARE, "-n", "2"], trivial),
             "default experiment, collect": (["--collect-only"], ROOT),
             "trivial tests, collect": ([*BARE, "--collect-only"], trivial),
         }
-        times: dict[str, list[float]] = {name: [] for name in cases}
-        for _ in range(rounds):
-            for name, (args, cwd) in cases.items():
-                times[name].append(timed(args, cwd))
-    medians = {name: statistics.median(values) for name, values in times.items()}
-    print(f"{n} items, median of {rounds} rounds")
-    for name, value in medians.items():
-        print(f"  {name:28} {value:6.2f} s")
-    serial = medians["default experiment, serial"] / medians["trivial tests, serial"]
-    parallel = medians["default experiment, -n 2"] / medians["trivial tests, -n 2"]
-    collect = (medians["default experiment, collect"]
-               / medians["trivial tests, collect"])
-    print(f"ratio serial: {serial:.2f}  ratio -n 2: {parallel:.2f}  "
-          f"ratio start-up and collection: {collect:.2f}")
+        before_env = dict(env)
+        if args.before is not None:
+            before_dir = args.before.resolve()
+            before_env["PYTHONPATH"] = str(before_dir)
+            cases["before: default experiment, serial"] = ([f"--limbo-records={records}"],
+                                                           before_dir)
+            cases["before: default experiment, collect"] = (["--collect-only"], before_dir)
+        if args.parallel:
+            cases["default experiment, -n 2"] = (["-n", "2", f"--limbo-records={records}"],
+                                                 ROOT)
+            cases["trivial tests, -n 2"] = ([*BARE, "-n", "2"], trivial)
+        if args.bytecode == "cached":
+            for name, (case_args, cwd) in cases.items():
+                measured(case_args, cwd, before_env if name.startswith("before") else env)
+        before = load()
+        runs: dict[str, list[Run]] = {name: [] for name in cases}
+        for _ in range(args.rounds):
+            for name, (case_args, cwd) in cases.items():
+                runs[name].append(measured(case_args, cwd,
+                                           before_env if name.startswith("before") else env))
+        after = load()
+    print(f"{n} items, median of {args.rounds} alternating rounds, byte code {args.bytecode}; "
+          f"load average {before} before, {after} after")
+    cpu = {name: statistics.median(r.cpu_s for r in values) for name, values in runs.items()}
+    wall = {name: statistics.median(r.wall_s for r in values) for name, values in runs.items()}
+    print(f"  {'':38} {'CPU s':>7} {'wall s':>7}")
+    for name in cases:
+        print(f"  {name:38} {cpu[name]:7.2f} {wall[name]:7.2f}")
+    pairs = [("serial", "default experiment, serial", "trivial tests, serial"),
+             ("start-up and collection", "default experiment, collect",
+              "trivial tests, collect")]
+    if args.before is not None:
+        pairs += [("before, serial", "before: default experiment, serial",
+                   "trivial tests, serial"),
+                  ("before, start-up and collection", "before: default experiment, collect",
+                   "trivial tests, collect")]
+    if args.parallel:
+        pairs.append(("-n 2", "default experiment, -n 2", "trivial tests, -n 2"))
+    for label, limbo, bare in pairs:
+        print(f"ratio {label}: CPU {cpu[limbo] / cpu[bare]:.2f}, "
+              f"wall {wall[limbo] / wall[bare]:.2f}  "
+              f"(CPU per item above bare: {(cpu[limbo] - cpu[bare]) / n * 1000:.2f} ms)")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ file) under pyinstrument and prints
 
 * the phases — interpreter and plugin start-up up to ``pytest_configure``, configuration (the
   spec registry), collection, the test loop, the terminal summary, exit — measured by hook
-  timestamps, and the time spent in the cyclic garbage collector (``gc.callbacks``);
+  timestamps, in wall and in this process's CPU time (which a loaded machine inflates less),
+  and the time spent in the cyclic garbage collector (``gc.callbacks``);
 * the top functions by *own* time (time with that function on top of the stack, summed over every
   call path): the table the benchmarks README quotes as "the profile's top five";
 * the top Limbo functions by *inclusive* time (counted once per call path, not per recursion).
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 START = time.perf_counter()
+START_CPU = time.process_time()
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -36,6 +38,7 @@ class PhaseClock:
 
     def __init__(self) -> None:
         self.marks: dict[str, float] = {}
+        self.cpu_marks: dict[str, float] = {}
         self.gc_seconds = 0.0
         self._gc_start = 0.0
 
@@ -47,6 +50,7 @@ class PhaseClock:
 
     def mark(self, name: str) -> None:
         self.marks.setdefault(name, time.perf_counter())
+        self.cpu_marks.setdefault(name, time.process_time())
 
     # the hooks, each as early as pytest allows
     def pytest_configure(self, config: Any) -> None:
@@ -119,16 +123,20 @@ def main() -> None:
         exit_code = pytest.main(["-q", "-p", "no:cacheprovider", *pytest_args],
                                 plugins=[clock])
         end = time.perf_counter()
+        end_cpu = time.process_time()
         if not args.phases_only:
             profiler.stop()
         gc.callbacks.remove(clock.gc_callback)
     print(f"pytest {' '.join(pytest_args)} -> exit {int(exit_code)}; "
           f"wall {end - START:.2f} s" + ("" if args.phases_only else " (profiled)"))
     order = ["configure", "collection", "test loop", "terminal summary", "exit"]
-    marks = [("start-up", START)] + [(name, clock.marks[name]) for name in order
-                                     if name in clock.marks]
-    for (name, at), (_, following) in zip(marks, [*marks[1:], ("end", end)], strict=True):
-        print(f"  {name:18} {following - at:6.2f} s")
+    marks = [("start-up", START, START_CPU)] + [
+        (name, clock.marks[name], clock.cpu_marks[name]) for name in order
+        if name in clock.marks]
+    print(f"  {'phase':18} {'wall s':>6}  {'CPU s':>6}")
+    for (name, at, cpu_at), (_, following, cpu_following) in zip(
+            marks, [*marks[1:], ("end", end, end_cpu)], strict=True):
+        print(f"  {name:18} {following - at:6.2f}  {cpu_following - cpu_at:6.2f}")
     print(f"  {'(garbage collector':18} {clock.gc_seconds:6.2f} s, spread over the phases)")
     if args.phases_only:
         return
