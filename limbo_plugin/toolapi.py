@@ -24,10 +24,15 @@ MAX_RENDERED_CHARS = 20_000
 """How much of a value the trace keeps when it has to render it (see :func:`safe_json`)."""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                              allow_nan=False)
+"""One encoder for every call: ``json.dumps`` with options builds a new one each time, and an
+episode encodes some thirty values."""
+
+
 def canonical_json(value: Any) -> str:
     """Deterministic JSON: sorted keys, no insignificant whitespace, UTF-8 kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return _CANONICAL.encode(value)
 
 
 @dataclass(frozen=True)
@@ -134,15 +139,20 @@ def normalize_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | No
 
 def nesting_exceeds(value: Any, limit: int) -> bool:
     """Whether lists and objects in ``value`` nest more than ``limit`` levels (iteratively: a
-    hostile value must not exhaust the stack while we measure it)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list | tuple):
-            if depth > limit:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
+    hostile value must not exhaust the stack while we measure it). One level at a time, and
+    only containers are kept: the leaves, most of any value, are looked at once."""
+    level = [value] if isinstance(value, dict | list | tuple) else []
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        nested = []
+        for item in level:
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, dict | list | tuple):
+                    nested.append(child)
+        level = nested
+        depth += 1
     return False
 
 
@@ -156,6 +166,14 @@ def safe_json(value: Any) -> Any:
     it is; anything else is rendered — strings with surrogates escaped, non-finite numbers and
     unknown objects as text, depth and length cut with ``…`` — deterministically.
     """
+    if type(value) is str and len(value) * 6 + 2 <= MAX_RENDERED_CHARS:
+        # A short string (a tool name): its JSON text, at most six characters per character
+        # (``\u0000``), is within the limit; only a lone surrogate needs rendering.
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _render_text(value, [MAX_RENDERED_CHARS])
+        return value
     try:
         text = canonical_json(value)
         text.encode("utf-8")

@@ -9,14 +9,18 @@ from datetime import UTC, datetime, timedelta
 
 EPOCH = datetime(2026, 9, 15, 9, 0, 0, tzinfo=UTC)
 """Simulated second 0 of every episode, as shown to the agent."""
+_NAIVE_EPOCH = EPOCH.replace(tzinfo=None)
+""":data:`EPOCH` without its zone, so ``isoformat`` (C, unlike ``strftime``'s format parsing)
+renders it without an offset; the ``Z`` is added."""
 
 
 def iso(t: float) -> str:
-    """Render simulated seconds as ISO-8601 UTC (``2026-09-15T09:01:30Z``)."""
-    moment = EPOCH + timedelta(seconds=t)
+    """Render simulated seconds as ISO-8601 UTC (``2026-09-15T09:01:30Z``; milliseconds, cut
+    rather than rounded, when the time has a fraction)."""
+    moment = _NAIVE_EPOCH + timedelta(seconds=t)
     if moment.microsecond:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return moment.isoformat(timespec="milliseconds") + "Z"
+    return moment.isoformat(timespec="seconds") + "Z"
 
 
 @dataclass(order=True)
