@@ -202,6 +202,7 @@ class LimboState:
             "provider_backoff_s": option(config, "limbo_provider_backoff"),
             "reports_dir": str(self.records_path.parent),  # harness transcripts go here
         })
+        self._options_for: tuple[dict[str, Any], AgentOptions] | None = None
         self.done: set[tuple[str, str, int]] = set()
         self.previous: dict[tuple[str, str, int], Outcome] = {}
         self.outcomes: dict[tuple[str, str, int], Outcome] = {}
@@ -214,6 +215,15 @@ class LimboState:
         self.selected: set[tuple[str, str, int]] = set()
         self.baseline: list[Outcome] = []
         self.stopped_early = False
+
+    def options_with(self, model_options: dict[str, Any]) -> AgentOptions:
+        """The agent options with an experiment's model options: one copy per experiment file
+        (its items share one ``model_options`` dict), not one per episode."""
+        cached = self._options_for
+        if cached is None or cached[0] is not model_options:
+            options = self.agent_options.model_copy(update={"model_options": model_options})
+            cached = self._options_for = (model_options, options)
+        return cached[1]
 
     def remember_done(self, outcomes: list[Outcome]) -> None:
         """On resume: the episodes already recorded without an error are not run again."""
@@ -752,7 +762,7 @@ class EpisodeItem(pytest.Item):
         if state.cost_meter is not None and state.cost_meter.refresh() >= (state.cost_limit or 0):
             self.skip(SkipReason.COST_LIMIT,
                       f"cost limit of ${state.cost_limit} reached; not starting new episodes")
-        options = state.agent_options.model_copy(update={"model_options": self.model_options})
+        options = state.options_with(self.model_options)
         record = run_episode(self.episode.key, self.episode.config,
                              registry=state.specs, agent_options=options,
                              time_limit_s=state.episode_timeout)
@@ -857,7 +867,7 @@ class LimboController:
         """
         if report.when == "call" or not report.passed or report.sections:
             return
-        if Path(report.nodeid.split("::", 1)[0]).parent.name != "experiments":
+        if not _in_experiments(report.nodeid):
             return
         if self._terminal_stats is None:
             reporter = self.state.config.pluginmanager.get_plugin("terminalreporter")
@@ -928,6 +938,13 @@ class LimboController:
             return (yield)
         finally:
             print_summary(terminalreporter, self.state)
+
+
+def _in_experiments(nodeid: str) -> bool:
+    """Whether a node id names an item of an experiment spec (``…/experiments/x.yaml::…``):
+    a string test, as it runs for every report (node ids always use ``/``)."""
+    directory = nodeid.split("::", 1)[0].rpartition("/")[0]
+    return directory.rpartition("/")[2] == "experiments"
 
 
 def require_ready(plans: set[AgentPlan]) -> None:
