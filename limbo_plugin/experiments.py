@@ -380,6 +380,19 @@ class Experiment:
                  for c in configs_of(part.design, overrides, defaults)}
         return list(found)
 
+    def arms(self, registry: SpecRegistry, overrides: Mapping[str, str | None],
+             defaults: RunConfig) -> dict[tuple[EpisodeKey, RunConfig], str]:
+        """The arm each episode comes from: the first arm, in the spec's order, whose design
+        holds it (``arm 2`` for an unnamed second arm). Empty for an experiment without arms."""
+        out: dict[tuple[EpisodeKey, RunConfig], str] = {}
+        for i, (part, arm) in enumerate(zip(self.parts(), self.spec.arms or (), strict=False)):
+            name = arm.name or f"arm {i + 1}"
+            configs = configs_of(part.design, overrides, defaults)
+            for key in worlds_of(part.design, registry):
+                for config in configs:
+                    out.setdefault((key, config), name)
+        return out
+
     def episodes(self, registry: SpecRegistry, overrides: Mapping[str, str | None],
                  defaults: RunConfig, *, repeat: int = 1) -> list[Episode]:
         """The union over the parts of worlds × run configurations (each ``repeat`` times,

@@ -636,12 +636,15 @@ class ExperimentFile(pytest.File):
         registry = state.specs
         episodes = experiment.episodes(registry, state.overrides, state.defaults,
                                        repeat=state.repeat)
+        arms = experiment.arms(registry, state.overrides, state.defaults)
         model_options = {**experiment.spec.model_options, **state.model_options}
         marks: dict[str | None, pytest.MarkDecorator] = {}  # one mark object per kind, shared
         for episode in episodes:
             labels = episode_labels(episode, registry)
             item = EpisodeItem.from_parent(self, name=episode.id, episode=episode,
                                            model_options=model_options, labels=labels)
+            item.experiment = experiment.name
+            item.arm = arms.get((episode.key, episode.config))
             if labels.xfail_reason:
                 reason = labels.xfail_reason
                 if reason not in marks:
@@ -746,6 +749,8 @@ class EpisodeItem(pytest.Item):
         self.spec_file, self.spec_line = labels.spec_file, labels.spec_line  # for reportinfo
         self.record: EpisodeRecord | None = None
         self.record_line: str | None = None
+        self.experiment: str | None = None
+        self.arm: str | None = None
 
     def skip(self, reason: SkipReason, message: str) -> None:
         self.user_properties.append((SKIP_PROPERTY, reason.value))
@@ -769,6 +774,7 @@ class EpisodeItem(pytest.Item):
         record.run_id = state.run_id
         if self.episode.repeat:
             record.repeat, record.test_id = self.episode.repeat, self.episode.id
+        record.experiment, record.arm = self.experiment, self.arm
         self.record = record
         self.record_line = record.model_dump_json()
         if record.error is not None:

@@ -228,6 +228,13 @@ class EpisodeRecord(Grade):
     test_id: str = ""
     """The episode id plus the non-default configuration parts: the pytest item's name and
     what ``limbo show`` takes (:func:`make_test_id`). Filled in from the record when empty."""
+    experiment: str | None = None
+    """The experiment spec the episode was run from (`e1`, `default`, …); ``None`` outside an
+    experiment (``limbo run``). Reports compare configurations within an experiment, on the
+    worlds both have, and estimate ρ once per outcome and experiment."""
+    arm: str | None = None
+    """The experiment's arm that produced the episode (the first, in the spec's order, whose
+    design holds it); ``None`` for an experiment without arms."""
     episode_id: str
     """The world's id: template, instance, focal write and fault mode."""
     repeat: int = 0

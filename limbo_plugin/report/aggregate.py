@@ -2,7 +2,9 @@
 
 Rates of a faulted family are conditional on the fault having fired (an episode whose focal write
 was never attempted counts only toward the trigger rate); the fault-free family uses every
-episode. Records with an infrastructure error are excluded and counted separately.
+episode. Records with an infrastructure error are excluded and counted separately. ρ is the one
+within-cell estimate per outcome and experiment of :mod:`limbo_plugin.report.icc`, the same one
+``limbo report`` uses, so a cell shows the same interval here, in the gate and in the report.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from limbo_plugin.report.icc import DUPLICATE, EOS, OVERCLAIM, TS, IccBook, Measure
 from limbo_plugin.report.outcomes import GradedEpisode
-from limbo_plugin.stats import rate_with_interval
 
 METRICS = ("duplicate_rate", "eos_rate", "ts_rate", "overclaim_rate")
 ALL_FAULTED = "all_faulted"
@@ -29,8 +31,8 @@ class Rate:
     n_eff: float
 
     @classmethod
-    def of(cls, outcomes: dict[str, list[bool]]) -> Rate:
-        estimate = rate_with_interval(outcomes)
+    def of(cls, book: IccBook, records: list[GradedEpisode], measure: Measure) -> Rate:
+        estimate = book.rate(records, measure)
         rate = None if estimate.n == 0 else estimate.rate
         return cls(k=estimate.k, n=estimate.n, rate=rate, low=estimate.low, high=estimate.high,
                    n_eff=estimate.n_eff)
@@ -61,6 +63,9 @@ class Summary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    icc: dict[str, dict[str, float]] = field(default_factory=dict)
+    """ρ by template of each outcome, per experiment (the name ``—`` for records that name
+    none): the one estimate behind every interval of the summary."""
     unpriced_calls: int = 0
     """Model calls of models with no known price: the cost is unknown (or, beside priced calls,
     a lower bound), never shown as $0."""
@@ -82,7 +87,20 @@ class Summary:
                       "unpriced_model_calls": self.unpriced_calls},
             "groups": {name: [asdict(row) for row in rows]
                        for name, rows in self.groups.items()},
+            "icc": self.icc,
         }
+
+    def icc_line(self) -> str:
+        """``ρ by template (within cells): duplicates 0.281, EOS …`` for the rendered summary."""
+        parts = []
+        for measure, values in self.icc.items():
+            if len(values) == 1:
+                parts.append(f"{measure} {next(iter(values.values())):.3f}")
+            else:
+                parts.append(f"{measure} " + ", ".join(f"{e} {v:.3f}"
+                                                       for e, v in values.items()))
+        return ("ρ by template, one within-cell estimate per outcome and experiment: "
+                + "; ".join(parts) + ".") if parts else ""
 
 
 def config_label(record: GradedEpisode) -> str:
@@ -99,7 +117,10 @@ def summarize(records: Iterable[GradedEpisode], *, family_order: Sequence[str]) 
     """
     summary = Summary()
     by_group: dict[str, list[GradedEpisode]] = defaultdict(list)
-    for record in sorted(records, key=lambda r: (r.episode_id, r.fingerprint())):
+    graded: list[GradedEpisode] = []
+    ordered = sorted(records, key=lambda r: (r.episode_id, r.fingerprint()))
+    several = len({getattr(r, "experiment", None) for r in ordered}) > 1
+    for record in ordered:
         summary.total += 1
         if record.usage:
             summary.prompt_tokens += record.usage.prompt_tokens
@@ -109,34 +130,35 @@ def summarize(records: Iterable[GradedEpisode], *, family_order: Sequence[str]) 
         if record.error is not None:
             summary.errors += 1
             continue
-        by_group[config_label(record)].append(record)
+        graded.append(record)
+        label = config_label(record)
+        if several:
+            label = f"experiment={getattr(record, 'experiment', None) or '—'} {label}"
+        by_group[label].append(record)
+    book = IccBook(graded)
+    for measure in (DUPLICATE, EOS, TS, OVERCLAIM):
+        summary.icc[measure.name] = {e or "—": round(book.rho(measure, [e]), 6)
+                                     for e in book.experiments}
     for label in sorted(by_group):
         group = by_group[label]
         rank = {family: i for i, family in enumerate(family_order)}
         families = sorted({r.family for r in group},
                           key=lambda f: (rank.get(f, len(rank)), f))
-        rows = [family_row(f, [r for r in group if r.family == f]) for f in families]
+        rows = [family_row(f, [r for r in group if r.family == f], book) for f in families]
         faulted = [r for r in group if r.family != "none"]
         if len({r.family for r in faulted}) > 1:
-            rows.append(family_row(ALL_FAULTED, faulted))
+            rows.append(family_row(ALL_FAULTED, faulted, book))
         summary.groups[label] = rows
     return summary
 
 
-def family_row(family: str, records: list[GradedEpisode]) -> FamilyRow:
+def family_row(family: str, records: list[GradedEpisode], book: IccBook) -> FamilyRow:
     counted = records if family == "none" else [r for r in records if r.fired]
-
-    def outcomes(test: Any) -> dict[str, list[bool]]:
-        table: dict[str, list[bool]] = defaultdict(list)
-        for record in counted:
-            table[record.template].append(bool(test(record)))
-        return dict(table)
-
     return FamilyRow(
         family=family, episodes=len(records), fired=sum(r.fired for r in records),
-        duplicate_rate=Rate.of(outcomes(lambda r: r.duplicates > 0)),
-        eos_rate=Rate.of(outcomes(lambda r: r.eos)),
-        ts_rate=Rate.of(outcomes(lambda r: r.ts)),
-        overclaim_rate=Rate.of(outcomes(lambda r: r.overclaim)),
+        duplicate_rate=Rate.of(book, counted, DUPLICATE),
+        eos_rate=Rate.of(book, counted, EOS),
+        ts_rate=Rate.of(book, counted, TS),
+        overclaim_rate=Rate.of(book, counted, OVERCLAIM),
         duplicates=sum(r.duplicates for r in counted),
     )

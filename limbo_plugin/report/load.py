@@ -11,11 +11,14 @@ Merging rules, in this order:
   killed mid-write), which is skipped and counted;
 * records that ended in an infrastructure error are dropped and counted (they are re-run, not
   graded);
-* within one file, the same episode key and configuration twice (a resumed run) keeps the last one
-  and counts the others as duplicates;
-* across files, the same key and configuration is a *repeat run*: the first file's record feeds the
-  tables, and every later one is kept apart for the stability analyses (Cohen's κ, first-action
-  agreement across repeats).
+* an episode is identified by its experiment, arm, repeat number, world and configuration: the
+  same identity twice (a resumed run, a file given twice) is one episode recorded twice, and one
+  record is kept (within a file the last, across files the first) and the others are counted;
+* repeat runs are *declared*: records that share experiment, arm, world and configuration and
+  differ in ``repeat`` (``--limbo-repeat``). The lowest repeat feeds the tables; the others are
+  kept apart for the stability analyses (Cohen's κ, first-action agreement across repeats). The
+  same world and configuration in two *experiments* (E2's vanilla episodes beside E1's) are two
+  experiments' episodes, never repeats of each other.
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ class SlimRecord(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     schema_version: int = RECORD_SCHEMA_VERSION
+    experiment: str | None = None
+    arm: str | None = None
+    repeat: int = 0
     episode_id: str
     template: str
     instance: int
@@ -163,6 +169,9 @@ class SpecFacts:
 class EpisodeRow:
     """One graded episode as the tables see it, and where its full record lies on disk."""
 
+    experiment: str | None
+    arm: str | None
+    repeat: int
     episode_id: str
     template: str
     instance: int
@@ -208,9 +217,14 @@ class EpisodeRow:
         return run_fingerprint(self)
 
     @property
-    def identity(self) -> tuple[str, str]:
-        """Episode key and configuration: what de-duplication and repeat matching use."""
-        return self.episode_id, self.fingerprint
+    def identity(self) -> tuple[str | None, str | None, int, str, str]:
+        """Experiment, arm, repeat, world and configuration: one recorded episode."""
+        return self.experiment, self.arm, self.repeat, self.episode_id, self.fingerprint
+
+    @property
+    def run_key(self) -> tuple[str | None, str | None, str, str]:
+        """The identity without the repeat number: what declared repeat runs share."""
+        return self.experiment, self.arm, self.episode_id, self.fingerprint
 
     @property
     def duplicated(self) -> bool:
@@ -249,6 +263,7 @@ def to_row(record: SlimRecord, facts: SpecFacts, source: int, offset: int, lengt
            ) -> EpisodeRow:
     usage = record.usage
     return EpisodeRow(
+        experiment=record.experiment, arm=record.arm, repeat=record.repeat,
         episode_id=record.episode_id, template=record.template, instance=record.instance,
         focal_write=record.focal_write, fault_mode=record.fault_mode, family=record.family,
         family_rank=facts.family_rank(record.family), fault_class=facts.fault_class(record),
@@ -279,7 +294,8 @@ class LoadedRecords:
     sources: list[Path]
     rows: list[EpisodeRow] = field(default_factory=list)
     repeats: list[EpisodeRow] = field(default_factory=list)
-    """Later-file copies of an episode already in ``rows`` (same key and configuration)."""
+    """Declared repeat runs of an episode in ``rows`` (same experiment, arm, world and
+    configuration, a higher ``repeat``)."""
     read: int = 0
     duplicates_dropped: int = 0
     errors_dropped: int = 0
@@ -290,14 +306,16 @@ class LoadedRecords:
         lines = [f"Read {self.read} record(s) from {files} file(s): {len(self.rows)} episode(s) "
                  "in the tables."]
         if self.duplicates_dropped:
-            lines.append(f"Dropped {self.duplicates_dropped} duplicate record(s) (same episode "
-                         "and configuration within one file; the last one is kept).")
+            lines.append(f"Dropped {self.duplicates_dropped} duplicate record(s) (same "
+                         "experiment, repeat, episode and configuration twice; within a file "
+                         "the last one is kept, across files the first).")
         if self.errors_dropped:
             lines.append(f"Dropped {self.errors_dropped} record(s) that ended in an "
                          "infrastructure error (re-run them with --limbo-resume).")
         if self.repeats:
-            lines.append(f"Kept {len(self.repeats)} repeat run(s) (the same episode and "
-                         "configuration in a later file) for the stability analyses.")
+            lines.append(f"Kept {len(self.repeats)} repeat run(s) (declared repeats: the same "
+                         "experiment, episode and configuration with a higher repeat number) "
+                         "for the stability analyses.")
         if self.torn_lines:
             lines.append(f"Skipped {self.torn_lines} torn last line(s) of a run killed "
                          "mid-write.")
@@ -343,9 +361,9 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
         if not path.is_file():
             raise RecordFileError(f"{path}: no such record file")
     loaded = LoadedRecords(sources=sources)
-    primary: dict[tuple[str, str], EpisodeRow] = {}
+    kept: dict[tuple[Any, ...], EpisodeRow] = {}
     for source, path in enumerate(sources):
-        in_file: dict[tuple[str, str], EpisodeRow] = {}
+        in_file: dict[tuple[Any, ...], EpisodeRow] = {}
         size = path.stat().st_size
         for number, offset, line in iter_lines(path):
             record = parse_line(path, number, line, last=offset + len(line) >= size)
@@ -361,18 +379,25 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
                 loaded.duplicates_dropped += 1
             in_file[row.identity] = row
         for identity, row in in_file.items():
-            if identity in primary:
-                loaded.repeats.append(row)
+            if identity in kept:
+                loaded.duplicates_dropped += 1
             else:
-                primary[identity] = row
-    loaded.rows = sorted(primary.values(), key=sort_key)
-    loaded.repeats.sort(key=lambda r: (*sort_key(r), r.source))
+                kept[identity] = row
+    first: dict[tuple[Any, ...], EpisodeRow] = {}
+    for row in sorted(kept.values(), key=lambda r: r.repeat):
+        if row.run_key in first:
+            loaded.repeats.append(row)
+        else:
+            first[row.run_key] = row
+    loaded.rows = sorted(first.values(), key=sort_key)
+    loaded.repeats.sort(key=lambda r: (*sort_key(r), r.repeat))
     return loaded
 
 
 def sort_key(row: EpisodeRow) -> tuple[Any, ...]:
-    return (row.agent, row.contract, row.docs, row.instruction, row.condition, row.operator,
-            row.template, row.instance, row.focal_write, row.fault_mode)
+    return (row.experiment or "", row.arm or "", row.agent, row.contract, row.docs,
+            row.instruction, row.condition, row.operator, row.template, row.instance,
+            row.focal_write, row.fault_mode)
 
 
 def read_raw_lines(sources: Sequence[Path], rows: Sequence[EpisodeRow]) -> list[bytes]:

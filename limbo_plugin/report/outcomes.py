@@ -105,6 +105,8 @@ class Outcome:
     error: str | None = None
     usage: OutcomeUsage | None = None
     schema_version: int | None = None
+    experiment: str | None = None
+    arm: str | None = None
     repeat: int = 0
 
     def fingerprint(self) -> str:

@@ -14,7 +14,7 @@ HEADER = ("family", "episodes", "fired", "duplicate rate", "EOS", "TS", "overcla
 def _pct(rate: Rate) -> str:
     if rate.rate is None:
         return "—"
-    return f"{100 * rate.rate:5.1f}% [{100 * rate.low:.0f}–{100 * rate.high:.0f}]"
+    return f"{100 * rate.rate:5.1f}% [{100 * rate.low:.1f}–{100 * rate.high:.1f}]"
 
 
 def _cells(row: FamilyRow) -> tuple[str, ...]:
@@ -36,6 +36,8 @@ def render_text(summary: Summary) -> list[str]:
         lines.append("")
     lines.append("Rates are over fired episodes (all episodes for 'none'), with 95% Wilson "
                  "intervals on the Kish effective sample size (clusters = templates).")
+    if summary.icc_line():
+        lines.append(summary.icc_line())
     if summary.errors:
         lines.append(f"{summary.errors} episode(s) ended in an infrastructure error and are "
                      "excluded; once the cause shown in each error is fixed, re-run them with "
@@ -72,6 +74,8 @@ def render_markdown(summary: Summary) -> str:
         out.append("")
     out.append("Rates are over fired episodes (all episodes for `none`), with 95% Wilson "
                "intervals on the Kish effective sample size (clusters = templates).")
+    if summary.icc_line():
+        out.append(summary.icc_line())
     if summary.errors:
         out.append(f"\n{summary.errors} episode(s) ended in an infrastructure error "
                    "and are excluded.")

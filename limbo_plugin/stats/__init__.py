@@ -38,6 +38,7 @@ from limbo_plugin.stats.independent import tost_independent
 from limbo_plugin.stats.intervals import (
     RateEstimate,
     icc_binary,
+    icc_within_cells,
     kish_effective_n,
     rate_with_interval,
     wilson_interval,
@@ -65,6 +66,7 @@ __all__ = [
     "gee_logit",
     "holm",
     "icc_binary",
+    "icc_within_cells",
     "kish_effective_n",
     "mcnemar_exact",
     "paired_counts",

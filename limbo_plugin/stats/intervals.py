@@ -14,7 +14,7 @@ importing scipy for one number would cost seconds.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from limbo_plugin.stats._normal import normal_quantile
@@ -22,6 +22,7 @@ from limbo_plugin.stats._normal import normal_quantile
 __all__ = [
     "RateEstimate",
     "icc_binary",
+    "icc_within_cells",
     "kish_effective_n",
     "rate_with_interval",
     "wilson_interval",
@@ -120,6 +121,54 @@ def icc_binary(values_by_cluster: Mapping[str, Sequence[bool | int]]) -> float:
         return 0.0
     rho = (msb - msw) / denom
     return min(1.0, max(0.0, rho))
+
+
+def icc_within_cells(cells: Iterable[Mapping[str, Sequence[bool | int]]]) -> float:
+    """The intra-class correlation by template *within* cells: one-way ANOVA around each cell's
+    own mean, sums of squares and degrees of freedom pooled over the cells, truncated at 0.
+
+    A cell is a set of episodes whose rate is reported together (a configuration and a fault
+    family); ``cells`` gives, for each, its outcomes by template. With ``k_c`` non-empty
+    templates and ``N_c`` episodes in cell ``c``, ``n_ct`` episodes of template ``t``::
+
+        SSB = Σ_c Σ_t n_ct (ȳ_ct − ȳ_c)²          df_B = Σ_c (k_c − 1)
+        SSW = Σ_c Σ_t Σ_j (y_ctj − ȳ_ct)²         df_W = Σ_c (N_c − k_c)
+        n₀  = Σ_c (N_c − Σ_t n_ct² / N_c) / df_B
+        ρ̂   = (MSB − MSW) / (MSB + (n₀ − 1) MSW)
+
+    This is the ANOVA estimator pooled over strata (Donner & Klar 2000, *Design and Analysis
+    of Cluster Randomization Trials in Health Research*, the pooled one-way ANOVA estimator over
+    intervention groups; n₀ as in Searle, Casella & McCulloch 1992, *Variance Components*).
+    Centring on each cell's own mean is what makes it *within-cell*: a difference between cells
+    (one family duplicating far more often than another) is not variation between templates,
+    and the estimate of :func:`icc_binary` over the pooled cells counts it as within-template
+    noise and drives ρ towards 0. One cell gives exactly :func:`icc_binary`.
+
+    Returns 0.0 where ρ is not identified (no cell with two templates, or no within-template
+    replication) and where the estimate is negative (as :func:`icc_binary`).
+    """
+    ssb = ssw = size_term = 0.0
+    df_b = df_w = 0
+    for cell in cells:
+        groups = [_as_binary(vals, name) for name, vals in cell.items() if len(vals) > 0]
+        k = len(groups)
+        big_n = sum(len(g) for g in groups)
+        if big_n == 0:
+            continue
+        mean = sum(sum(g) for g in groups) / big_n
+        ssb += math.fsum(len(g) * (sum(g) / len(g) - mean) ** 2 for g in groups)
+        ssw += math.fsum(sum(g) - sum(g) ** 2 / len(g) for g in groups)
+        size_term += big_n - sum(len(g) ** 2 for g in groups) / big_n
+        df_b += k - 1
+        df_w += big_n - k
+    if df_b == 0 or df_w == 0:
+        return 0.0
+    msb, msw = ssb / df_b, ssw / df_w
+    n0 = size_term / df_b
+    denom = msb + (n0 - 1.0) * msw
+    if denom <= 0.0:
+        return 0.0
+    return min(1.0, max(0.0, (msb - msw) / denom))
 
 
 def kish_effective_n(n: float, mean_cluster_size: float, icc: float) -> float:

@@ -117,3 +117,28 @@ def test_sigterm_syncs_the_records_and_stops_like_ctrl_c(project: pytest.Pyteste
     assert synced[-1] == len(lines), "every record written was synced before the run ended"
     assert "Limbo summary" in output, "stopped as Ctrl-C stops it: the summary is written"
     assert (project.path / "reports" / "episodes.summary.json").exists()
+
+
+ARMED = """\
+name: armed
+templates: [incident_open]
+instances: [0]
+focal_writes: [ticket]
+modes: [timeout_post]
+conditions: [vanilla]
+arms:
+  - name: plain
+  - name: guarded
+    conditions: [vanilla, guard]
+"""
+
+
+def test_every_record_names_its_experiment_and_arm(project: pytest.Pytester) -> None:
+    """Reports compare configurations within an experiment and pair only declared repeats:
+    each record says which experiment and which arm it comes from (the first arm holding it)."""
+    (project.path / "specs" / "experiments" / "armed.yaml").write_text(ARMED)
+    project.runpytest("--experiment", "armed", "-q")
+    lines = (project.path / "reports" / "episodes.jsonl").read_text().splitlines()
+    got = sorted((r["experiment"], r["arm"], r["condition"], r["repeat"])
+                 for r in map(json.loads, lines))
+    assert got == [("armed", "guarded", "guard", 0), ("armed", "plain", "vanilla", 0)]

@@ -47,7 +47,7 @@ def test_figures_are_valid_png_and_svg(real_report: BuiltReport, figure: str) ->
 def test_cli_prints_counts_tables_and_skips(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                             ) -> None:
     first = write(tmp_path / "a.jsonl", [*cell(6, 2), record(template="z", error="infra")])
-    second = write(tmp_path / "b.jsonl", cell(6, 3))
+    second = write(tmp_path / "b.jsonl", cell(6, 3, repeat=1))
     assert main(["report", str(first), str(second), "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "Read 13 record(s) from 2 file(s): 6 episode(s) in the tables." in out

@@ -17,22 +17,44 @@ def test_merges_files_drops_duplicates_and_errors_and_keeps_repeats(tmp_path: Pa
     broken = record(template="t3", error="infrastructure error: provider down")
     first = write(tmp_path / "one.jsonl", [a, b, a.model_copy(update={"duplicates": 0}), broken])
     second = write(tmp_path / "two.jsonl", [record(template="t1"),
-                                            record(template="t4", agent="scripted:beta")])
+                                            record(template="t4", agent="scripted:beta"),
+                                            record(template="t2", repeat=1, duplicated=True)])
     loaded = load([first, second])
-    assert loaded.read == 6
-    assert loaded.duplicates_dropped == 1
+    assert loaded.read == 7
+    assert loaded.duplicates_dropped == 2  # t1 twice in one file, and again in the second
     assert loaded.errors_dropped == 1
     assert len(loaded.rows) == 3  # t1, t2 from the first file, t4 from the second
     assert {r.template for r in loaded.rows} == {"t1", "t2", "t4"}
     # Within a file the last copy wins: t1 was re-recorded without a duplicate.
     t1 = next(r for r in loaded.rows if r.template == "t1")
     assert t1.duplicates == 0 and t1.source == 0
-    # The second file's t1 is a repeat run, not a table row.
-    assert [(r.template, r.source) for r in loaded.repeats] == [("t1", 1)]
+    # Only the declared repeat of t2 is a repeat run; the second file's t1 is the same record.
+    assert [(r.template, r.repeat, r.source) for r in loaded.repeats] == [("t2", 1, 1)]
     text = "\n".join(loaded.messages())
-    assert "Dropped 1 duplicate record(s)" in text
+    assert "Dropped 2 duplicate record(s)" in text
     assert "Dropped 1 record(s) that ended in an infrastructure error" in text
     assert "Kept 1 repeat run(s)" in text
+
+
+def test_two_experiments_on_one_world_are_never_repeats(tmp_path: Path) -> None:
+    """E2 runs E1's vanilla configuration on E1's instance-0 worlds: read together, each
+    experiment keeps its own episodes and neither is a repeat run of the other."""
+    e1 = write(tmp_path / "e1.jsonl", [record(template=t, experiment="e1", duplicated=True)
+                                       for t in ("t1", "t2")])
+    e2 = write(tmp_path / "e2.jsonl", [record(template=t, experiment="e2")
+                                       for t in ("t1", "t2")])
+    loaded = load([e1, e2])
+    assert loaded.repeats == [] and loaded.duplicates_dropped == 0
+    assert sorted((r.experiment, r.template, r.duplicated) for r in loaded.rows) == [
+        ("e1", "t1", True), ("e1", "t2", True), ("e2", "t1", False), ("e2", "t2", False)]
+
+
+def test_the_lowest_repeat_feeds_the_tables(tmp_path: Path) -> None:
+    runs = [record(experiment="e1", repeat=n, duplicated=n == 0) for n in (2, 0, 1)]
+    loaded = load([write(tmp_path / "r.jsonl", runs)])
+    (row,) = loaded.rows
+    assert row.repeat == 0 and row.duplicated
+    assert [r.repeat for r in loaded.repeats] == [1, 2]
 
 
 def test_an_error_then_a_rerun_keeps_the_rerun(tmp_path: Path) -> None:

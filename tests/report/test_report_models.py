@@ -152,8 +152,10 @@ def test_observation_equivalence_pairs_matched_worlds(tmp_path: Path,
         record(fault_mode="http500_post", trace=_focal_then(tool, "wait")),
         record(fault_mode="timeout_post", template="other", trace=_focal_then(tool, "wait")),
     ]
-    again = [record(fault_mode="timeout_post", trace=_focal_then(tool, "tickets_list")),
-             record(fault_mode="timeout_late", trace=_focal_then(tool, "tickets_list"))]
+    again = [record(fault_mode="timeout_post", trace=_focal_then(tool, "tickets_list"),
+                    repeat=1),
+             record(fault_mode="timeout_late", trace=_focal_then(tool, "tickets_list"),
+                    repeat=1)]
     loaded = load([write(tmp_path / "a.jsonl", worlds), write(tmp_path / "b.jsonl",
                                                                       again)])
     table = table_equivalence(loaded.rows, loaded.repeats)
@@ -181,7 +183,7 @@ def test_stability_kappa_over_repeat_runs(tmp_path: Path,
     kappa = Recorder(0.42)
     monkeypatch.setattr(stats, "cohens_kappa", kappa)
     first = cell(6, 3)
-    second = [r.model_copy(update={"duplicates": int(i in (0, 1, 5))})
+    second = [r.model_copy(update={"duplicates": int(i in (0, 1, 5)), "repeat": 1})
               for i, r in enumerate(first)]
     loaded = load([write(tmp_path / "a.jsonl", first),
                            write(tmp_path / "b.jsonl", second)])
@@ -225,11 +227,13 @@ def test_equivalence_and_stability_real_values(tmp_path: Path) -> None:
               record(fault_mode="http500_post", trace=_focal_then(tool, "wait"),
                      duplicated=True)]
     again = [record(fault_mode="timeout_post", trace=_focal_then(tool, "tickets_list"),
-                    duplicated=True),
-             record(fault_mode="timeout_late", trace=_focal_then(tool, "tickets_list")),
+                    duplicated=True, repeat=1),
+             record(fault_mode="timeout_late", trace=_focal_then(tool, "tickets_list"),
+                    repeat=1),
              record(fault_mode="http500_post", trace=_focal_then(tool, "wait"),
-                    duplicated=True),
-             record(fault_mode="timeout_pre", trace=_focal_then(tool, "tickets_list"))]
+                    duplicated=True, repeat=1),
+             record(fault_mode="timeout_pre", trace=_focal_then(tool, "tickets_list"),
+                    repeat=1)]
     loaded = load([write(tmp_path / "a.jsonl", worlds),
                            write(tmp_path / "b.jsonl", again)])
     table = table_equivalence(loaded.rows, loaded.repeats)

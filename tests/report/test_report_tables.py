@@ -23,7 +23,7 @@ from limbo_plugin.report.tables.harnesses import table8, table9
 from limbo_plugin.report.tables.overclaim import table_overclaim
 from limbo_plugin.report.tables.stakes import table_stakes
 from limbo_plugin.report.tables.waiting import table6
-from limbo_plugin.stats import icc_binary, rate_with_interval, tost_independent
+from limbo_plugin.stats import rate_with_interval, tost_independent
 
 
 def rows_of(tmp_path: Path, records: Sequence[EpisodeRecord]) -> list[EpisodeRow]:
@@ -38,13 +38,48 @@ def clusters(records: Sequence[EpisodeRecord], test: Callable[[EpisodeRecord], b
     return dict(out)
 
 
+def within_cell_rho(scope: Sequence[EpisodeRecord], test: Callable[[EpisodeRecord], bool]
+                    ) -> float:
+    """ρ by template within cells (configuration × family), from two least-squares fits:
+    SSW is the residual of y ~ cell:template, SSB what cell:template explains beyond y ~ cell
+    (the ANOVA of SPEC §7 computed without Limbo's code)."""
+    import numpy as np
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    data = pd.DataFrame({"y": [float(test(r)) for r in scope],
+                         "cell": [f"{r.fingerprint()}/{r.family}" for r in scope],
+                         "group": [f"{r.fingerprint()}/{r.family}/{r.template}" for r in scope]})
+    if data["group"].nunique() == data["cell"].nunique() or data["y"].nunique() < 2:
+        return 0.0
+    within = smf.ols("y ~ C(group)", data).fit()
+    by_cell = smf.ols("y ~ C(cell)", data).fit()
+    ssw, df_w = within.ssr, len(scope) - data["group"].nunique()
+    ssb, df_b = by_cell.ssr - within.ssr, data["group"].nunique() - data["cell"].nunique()
+    sizes: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for c, g in zip(data["cell"], data["group"], strict=True):
+        sizes[c][g] += 1
+    n0 = sum(sum(t.values()) - sum(v * v for v in t.values()) / sum(t.values())
+             for t in sizes.values()) / df_b
+    msb, msw = ssb / df_b, ssw / df_w
+    if msb + (n0 - 1) * msw <= 1e-12:  # no variation left within the cells: ρ is not identified
+        return 0.0
+    return float(np.clip((msb - msw) / (msb + (n0 - 1) * msw), 0.0, 1.0))
+
+
+def counted(records: Sequence[EpisodeRecord]) -> list[EpisodeRecord]:
+    """The episodes a standard outcome's ρ is estimated on: fired ones, every fault-free one."""
+    return [r for r in records if r.fired or r.family == "none"]
+
+
 def check(got: object, k: int, n: int, cell_records: Sequence[EpisodeRecord],
           scope: Sequence[EpisodeRecord], test: Callable[[EpisodeRecord], bool]) -> None:
-    """A rate cell is k/n with the Wilson-on-Kish interval at the table's pooled ρ."""
+    """A rate cell is k/n with the Wilson-on-Kish interval at the within-cell ρ of ``scope``
+    (every episode the outcome is defined on: :func:`counted` for the standard outcomes)."""
     assert isinstance(got, RateCell)
     assert (got.k, got.n) == (k, n)
     assert got.rate == pytest.approx(k / n)
-    icc = icc_binary(clusters(scope, test))
+    icc = within_cell_rho(scope, test)
     expected = rate_with_interval(clusters(cell_records, test), icc=icc)
     assert (got.low, got.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
     assert got.low <= got.rate <= got.high
@@ -78,21 +113,19 @@ def test_table3_agents_side_by_side_with_known_rates(tmp_path: Path) -> None:
     assert keys[:2] == ["agent", "faulted"]
     assert keys[2:] == ["dup_not_executed", "dup_lost_ack", "dup_late_commit", "dup_none",
                         "ts_not_executed", "eos", "overclaim"]
-    counted = [r for r in everything if r.fired or r.family == "none"]
+    scope = counted(everything)
     alpha, beta = table.rows
     assert alpha["faulted"] == 22 and beta["faulted"] == 10  # the unfired episode is not counted
-    check(alpha["dup_lost_ack"], 3, 10, alpha_lost, counted, dup)
-    check(alpha["dup_late_commit"], 6, 8, alpha_late, counted, dup)
-    check(alpha["dup_none"], 0, 2, alpha_none, counted, dup)
-    check(beta["dup_lost_ack"], 0, 6, beta_lost, counted, dup)
-    check(beta["dup_late_commit"], 4, 4, beta_late, counted, dup)
-    pre = [r for r in everything if r.fault_mode.endswith("_pre")]
-    check(alpha["ts_not_executed"], 1, 4, alpha_pre, pre, lambda r: r.ts)
-    faulted = [r for r in everything if r.fired and r.family != "none"]
+    check(alpha["dup_lost_ack"], 3, 10, alpha_lost, scope, dup)
+    check(alpha["dup_late_commit"], 6, 8, alpha_late, scope, dup)
+    check(alpha["dup_none"], 0, 2, alpha_none, scope, dup)
+    check(beta["dup_lost_ack"], 0, 6, beta_lost, scope, dup)
+    check(beta["dup_late_commit"], 4, 4, beta_late, scope, dup)
+    check(alpha["ts_not_executed"], 1, 4, alpha_pre, scope, lambda r: r.ts)
     alpha_faulted = [*alpha_lost, *alpha_late, *alpha_pre]
-    check(alpha["eos"], 10, 22, alpha_faulted, faulted, lambda r: r.eos)
-    check(alpha["overclaim"], 8, 22, alpha_faulted, faulted, lambda r: r.overclaim)
-    check(beta["overclaim"], 4, 10, [*beta_lost, *beta_late], faulted, lambda r: r.overclaim)
+    check(alpha["eos"], 10, 22, alpha_faulted, scope, lambda r: r.eos)
+    check(alpha["overclaim"], 8, 22, alpha_faulted, scope, lambda r: r.overclaim)
+    check(beta["overclaim"], 4, 10, [*beta_lost, *beta_late], scope, lambda r: r.overclaim)
     # beta never met a _pre world: an empty cell, never a zero.
     assert isinstance(beta["ts_not_executed"], RateCell) and beta["ts_not_executed"].n == 0
     assert beta["dup_not_executed"].n == 0  # type: ignore[union-attr]
@@ -133,7 +166,7 @@ def test_table5_contract_class_by_variant_and_condition(tmp_path: Path) -> None:
     # tickets_create stays "non_idempotent_strong" under keys everywhere: rows line up.
     assert [r["contract_class"] for r in table.rows] == [
         "non_idempotent_strong", "non_idempotent_eventual", "all classes"]
-    scope = [*strong_native, *strong_keys, *eventual, *guarded]
+    scope = counted(everything)
     strong, eventual_row, total = table.rows
     check(strong["native|vanilla"], 3, 6, strong_native, scope, dup)
     check(strong["keys_everywhere|vanilla"], 1, 6, strong_keys, scope, dup)
@@ -164,8 +197,8 @@ def test_table6_waiting_versus_keys(tmp_path: Path) -> None:
     keys = tail([100.0, 200.0, 400.0, 900.0], 0, "guard", contract="keys_everywhere")
     fixed = cell(4, 1, fault_mode="timeout_late", condition="wait_120",
                  fault={"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0})
-    scope = [*wait_300, *vanilla, *keys, *fixed]
-    table = table6(rows_of(tmp_path, [*scope, *cell(3, 3, fault_mode="timeout_post")]))
+    scope = [*wait_300, *vanilla, *keys, *fixed, *cell(3, 3, fault_mode="timeout_post")]
+    table = table6(rows_of(tmp_path, scope))
     assert isinstance(table, Table)
     order = [(r["delay"], r["contract"], r["condition"]) for r in table.rows]
     assert order == [("fixed", "native", "wait_120"), ("tail", "native", "vanilla"),
@@ -201,7 +234,7 @@ def test_table7_conditions_with_costs(tmp_path: Path) -> None:
     labels = [(r["condition"], r["agent"]) for r in table.rows]
     assert labels == [("vanilla", "litellm:a"), ("vanilla", "litellm:b"),
                       ("vanilla", "all agents"), ("guard", "litellm:a")]
-    faulted = [*vanilla_a, *vanilla_b, *guard_a]
+    faulted = counted(everything)
     a, b, pooled, guard = table.rows
     check(a["duplicate_rate"], 2, 4, vanilla_a, faulted, dup)
     check(pooled["duplicate_rate"], 2, 8, [*vanilla_a, *vanilla_b], faulted, dup)
@@ -284,7 +317,7 @@ def test_tables_8_and_9_harnesses(tmp_path: Path) -> None:
     assert isinstance(t8, Table)
     assert [(r["harness"], r["model"]) for r in t8.rows] == [("minimal", "m1"),
                                                              ("copilot", "m1")]
-    native = [*minimal, *copilot, *copilot_late, *copilot_guard]
+    native = counted(everything)
     check(t8.rows[1]["dup_lost_ack"], 2, 4, copilot, native, dup)
     check(t8.rows[1]["dup_late_commit"], 2, 2, copilot_late, native, dup)
     check(t8.rows[1]["eos_native"], 2, 6, [*copilot, *copilot_late], native, lambda r: r.eos)
@@ -314,7 +347,8 @@ def test_table10_cue_ablation_pairs_mcnemar_and_holm(tmp_path: Path) -> None:
     late_uncued = cell(4, 4, agent="litellm:a", fault_mode="timeout_late",
                        instruction="no_cue")
     unpaired = [record(template="t7", instruction="no_cue", agent="litellm:a")]
-    table = table10(rows_of(tmp_path, [*cued, *uncued, *late_cued, *late_uncued, *unpaired]))
+    everything = [*cued, *uncued, *late_cued, *late_uncued, *unpaired]
+    table = table10(rows_of(tmp_path, everything))
     assert isinstance(table, Table)
     assert [(r["faults"], r["pairs"]) for r in table.rows] == [("resolvable", 10),
                                                                ("late_commit", 4)]
@@ -325,7 +359,7 @@ def test_table10_cue_ablation_pairs_mcnemar_and_holm(tmp_path: Path) -> None:
     assert late["p"] == 1.0
     assert resolvable["p_holm"] == pytest.approx(min(1.0, 2 * 2 * 0.5 ** 7))
     assert late["p_holm"] == 1.0
-    paired = [*cued, *uncued, *late_cued, *late_uncued]
+    paired = counted(everything)
     check(resolvable["dup_no_cue"], 8, 10, uncued, paired, dup)
     check(resolvable["dup_default"], 1, 10, cued, paired, dup)
 

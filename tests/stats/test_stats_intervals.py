@@ -12,6 +12,7 @@ from scipy.stats import f_oneway
 from limbo_plugin.stats import (
     RateEstimate,
     icc_binary,
+    icc_within_cells,
     kish_effective_n,
     rate_with_interval,
     wilson_interval,
@@ -203,6 +204,47 @@ def test_icc_ignores_empty_clusters_and_accepts_bools() -> None:
 def test_icc_rejects_non_binary_values() -> None:
     with pytest.raises(ValueError, match="binary"):
         icc_binary({"a": [0, 2], "b": [1, 0]})
+
+
+# --- ρ within cells ---------------------------------------------------------------------------
+
+FAMILY_EFFECT = [
+    # late commits: templates t1 and t2 always duplicate, t3 half the time
+    {"t1": [1, 1, 1, 1], "t2": [1, 1, 1, 1], "t3": [1, 1, 0, 0]},
+    # lost acknowledgements: t1 and t2 never, t3 half the time
+    {"t1": [0, 0, 0, 0], "t2": [0, 0, 0, 0], "t3": [1, 1, 0, 0]},
+]
+
+
+def test_icc_within_cells_by_hand_on_a_strong_family_effect() -> None:
+    """Each cell centred on its own mean (0.833 and 0.167):
+    SSB = 2 × (4·(1/6)² · 2 + 4·(1/3)²) = 4/3 on 2 × (3 − 1) = 4 df, MSB = 1/3;
+    SSW = 2 × 4·¼ = 2 on 2 × (12 − 3) = 18 df, MSW = 1/9;
+    n₀ = 2 × (12 − 48/12) / 4 = 4;  ρ = (1/3 − 1/9) / (1/3 + 3/9) = 1/3."""
+    assert icc_within_cells(FAMILY_EFFECT) == pytest.approx(1 / 3, rel=1e-12)
+
+
+def test_pooling_the_cells_takes_the_family_effect_for_noise() -> None:
+    """Pooled over both families every template duplicates in 4 of 8 episodes: the estimator
+    over the whole table (what the report used) finds no clustering at all."""
+    pooled = {t: FAMILY_EFFECT[0][t] + FAMILY_EFFECT[1][t] for t in ("t1", "t2", "t3")}
+    assert icc_binary(pooled) == 0.0
+    assert icc_within_cells(FAMILY_EFFECT) > 0.3
+
+
+def test_icc_within_one_cell_is_the_one_way_estimate() -> None:
+    data = {"A": [1, 1, 0], "B": [0, 0, 0, 1], "C": [1, 1]}
+    assert icc_within_cells([data]) == pytest.approx(icc_binary(data), rel=1e-12)
+
+
+def test_icc_within_cells_skips_cells_without_replication() -> None:
+    one_template = {"t1": [1, 0, 1]}  # adds within-template df only
+    assert icc_within_cells([one_template]) == 0.0
+    assert icc_within_cells([]) == 0.0
+    assert icc_within_cells([{"t1": [1], "t2": [0]}]) == 0.0  # no within-template df
+    with_it = icc_within_cells([*FAMILY_EFFECT, one_template, {}])
+    # SSW + 2/3 on 2 more df: MSW = (2 + 2/3) / 20 = 2/15; ρ = (1/3 − 2/15) / (1/3 + 3·2/15)
+    assert with_it == pytest.approx((1 / 3 - 2 / 15) / (1 / 3 + 6 / 15), rel=1e-12)
 
 
 # --- Kish ---------------------------------------------------------------------------------------

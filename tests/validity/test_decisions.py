@@ -74,6 +74,8 @@ PINNED: dict[str, str] = {
         "tests/validity/test_grader.py::test_changing_another_customers_seeded_row_is_collateral",
     "D-wait-bound": "tests/conditions/test_conditions_wait.py::"
                     "test_the_bound_runs_from_every_unknown_request_not_only_the_first",
+    "D-icc-within-cells": "tests/stats/test_stats_intervals.py::"
+                          "test_icc_within_cells_by_hand_on_a_strong_family_effect",
 }
 """Decisions that are not about hidden outcomes, and the test that pins each."""
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from limbo_plugin.report.facets import config_labeller, ordered_families
+from limbo_plugin.report.icc import DUPLICATE, EOS, OVERCLAIM, TS, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
-    ICC_NOTE,
     Column,
     Result,
     Skipped,
     Table,
     group,
-    pooled_icc,
+    icc_note,
     rate,
 )
 
@@ -42,11 +42,7 @@ def table3(rows: Sequence[EpisodeRow]) -> Result:
         return Skipped(ID, TITLE, "no episode with a fired fault")
     names, label = config_labeller(rows)
     families = ordered_families([r for r in rows if counted(r)])
-    dup = lambda r: r.duplicated  # noqa: E731
-    icc_dup = pooled_icc([r for r in rows if counted(r)], dup)
-    icc_ts = pooled_icc([r for r in rows if is_pre(r)], lambda r: r.ts)
-    icc_eos = pooled_icc(faulted, lambda r: r.eos)
-    icc_over = pooled_icc(faulted, lambda r: r.overclaim)
+    book = book_of(rows)
     columns = [Column(n, n) for n in names] + [Column("faulted", "faulted episodes", "int")]
     columns += [Column(f"dup_{f}", f"dup {f}", "rate") for f in families]
     columns += [Column("ts_not_executed", "TS (not executed)", "rate"),
@@ -60,12 +56,10 @@ def table3(rows: Sequence[EpisodeRow]) -> Result:
         cells["faulted"] = len(mine)
         for family in families:
             cells[f"dup_{family}"] = rate([r for r in members if counted(r) and
-                                           r.family == family], dup, icc_dup)
-        cells["ts_not_executed"] = rate([r for r in members if is_pre(r)], lambda r: r.ts,
-                                        icc_ts)
-        cells["eos"] = rate(mine, lambda r: r.eos, icc_eos)
-        cells["overclaim"] = rate(mine, lambda r: r.overclaim, icc_over)
+                                           r.family == family], DUPLICATE, book)
+        cells["ts_not_executed"] = rate([r for r in members if is_pre(r)], TS, book)
+        cells["eos"] = rate(mine, EOS, book)
+        cells["overclaim"] = rate(mine, OVERCLAIM, book)
         table.rows.append(cells)
-    table.notes.append(ICC_NOTE + f" ρ: duplicates {icc_dup:.3f}, TS {icc_ts:.3f}, "
-                       f"EOS {icc_eos:.3f}, overclaim {icc_over:.3f}.")
+    table.notes.append(icc_note(book, DUPLICATE, TS, EOS, OVERCLAIM))
     return table

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from limbo_plugin.report.icc import IccBook, Measure
 from limbo_plugin.report.load import EpisodeRow
-from limbo_plugin.stats import icc_binary, rate_with_interval
 
 Kind = Literal["text", "int", "float", "rate", "pvalue", "percent"]
 K = TypeVar("K", bound=Hashable)
@@ -78,24 +78,10 @@ Result = Table | Skipped
 Outcome = Callable[[EpisodeRow], bool]
 
 
-def by_template(rows: Iterable[EpisodeRow], outcome: Outcome) -> dict[str, list[bool]]:
-    table: dict[str, list[bool]] = defaultdict(list)
-    for row in rows:
-        table[row.template].append(bool(outcome(row)))
-    return dict(table)
-
-
-def pooled_icc(rows: Sequence[EpisodeRow], outcome: Outcome) -> float:
-    """ρ by template estimated once over a table's episodes (paper §5: once per experiment).
-
-    A per-cell estimate is 0 in every cell without events, which would make exactly the sparse
-    cells look the most certain.
-    """
-    return icc_binary(by_template(rows, outcome))
-
-
-def rate(rows: Sequence[EpisodeRow], outcome: Outcome, icc: float) -> RateCell:
-    estimate = rate_with_interval(by_template(rows, outcome), icc=icc)
+def rate(rows: Sequence[EpisodeRow], measure: Measure, book: IccBook) -> RateCell:
+    """The cell's rate with the Wilson-on-Kish interval, ρ from ``book`` (one estimate per
+    outcome and experiment: the same interval the summary and the gate show)."""
+    estimate = book.rate(rows, measure)
     if estimate.n == 0:
         return RateCell(k=0, n=0, rate=None, low=None, high=None, n_eff=0.0)
     return RateCell(k=estimate.k, n=estimate.n, rate=estimate.rate, low=estimate.low,
@@ -116,7 +102,14 @@ def group(rows: Iterable[EpisodeRow], key: Callable[[EpisodeRow], K]
 
 
 ICC_NOTE = ("Rates with 95% Wilson intervals on the Kish effective sample size; ρ by template "
-            "is estimated once per outcome over the table's episodes.")
+            "is the within-cell one-way ANOVA estimate, once per outcome and experiment "
+            "(cells: configuration × fault family), as in the run's summary and the gate.")
+
+
+def icc_note(book: IccBook, *measures: Measure) -> str:
+    """The table's note on its intervals, with the ρ of each outcome it shows."""
+    return ICC_NOTE + " ρ: " + "; ".join(f"{m.name} {book.describe(m)}" for m in measures) + "."
+
 
 
 @contextmanager

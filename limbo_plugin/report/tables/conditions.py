@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from limbo_plugin.report.facets import variant_rank, variant_values, varying_variants
+from limbo_plugin.report.icc import DUPLICATE, EOS, TS, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
-    ICC_NOTE,
     Column,
     Result,
     Skipped,
     Table,
     group,
+    icc_note,
     mean,
-    pooled_icc,
     rate,
 )
 
@@ -45,10 +45,7 @@ def table7(rows: Sequence[EpisodeRow]) -> Result:
     if len(conditions) < 2:
         return Skipped(ID, TITLE, "needs episodes under at least two conditions (found only "
                        f"{', '.join(conditions) or 'none'})")
-    faulted = [r for r in rows if r.faulted]
-    eos, dup, ts = (lambda r: r.eos), (lambda r: r.duplicated), (lambda r: r.ts)
-    icc = {name: pooled_icc(faulted, fn) for name, fn in
-           (("eos", eos), ("dup", dup), ("ts", ts))}
+    book = book_of(rows)
     contracts = sorted({r.contract for r in rows}, key=lambda c: (c != "native", c))
     variants = varying_variants(rows)
     agents = sorted({r.agent for r in rows})
@@ -80,9 +77,9 @@ def table7(rows: Sequence[EpisodeRow]) -> Result:
                 hit = [r for r in mine if r.faulted]
                 tokens = [r.tokens for r in mine if r.tokens is not None]
                 cells: dict = {"condition": condition, "agent": agent, "episodes": len(mine),
-                               "eos": rate(hit, eos, icc["eos"]),
-                               "duplicate_rate": rate(hit, dup, icc["dup"]),
-                               "ts": rate(hit, ts, icc["ts"]),
+                               "eos": rate(hit, EOS, book),
+                               "duplicate_rate": rate(hit, DUPLICATE, book),
+                               "ts": rate(hit, TS, book),
                                "tool_calls": mean(r.tool_calls for r in mine),
                                "operator_min": mean(r.escalations * OPERATOR_MINUTES
                                                     for r in mine),
@@ -91,7 +88,6 @@ def table7(rows: Sequence[EpisodeRow]) -> Result:
                     cells["contract"] = contract
                 cells.update(zip(variants, values, strict=True))
                 table.rows.append(cells)
-    table.notes.append(ICC_NOTE + f" ρ: EOS {icc['eos']:.3f}, duplicates {icc['dup']:.3f}, "
-                       f"TS {icc['ts']:.3f}. Tokens are shown where the agent recorded usage "
-                       "(model agents), never as zero.")
+    table.notes.append(icc_note(book, EOS, DUPLICATE, TS) + " Tokens are shown where the "
+                       "agent recorded usage (model agents), never as zero.")
     return table

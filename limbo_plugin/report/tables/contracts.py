@@ -18,14 +18,14 @@ from limbo_plugin.report.facets import (
     variant_values,
     varying_variants,
 )
+from limbo_plugin.report.icc import DUPLICATE, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
-    ICC_NOTE,
     Column,
     Result,
     Skipped,
     Table,
-    pooled_icc,
+    icc_note,
     rate,
 )
 
@@ -52,8 +52,7 @@ def table5(rows: Sequence[EpisodeRow]) -> Result:
     variants = sorted({variant(r) for r in scope},
                       key=lambda v: (v[:2], variant_rank(v[2:], split)))
     classes = sorted({contract_class(r) or "" for r in scope}, key=_class_rank)
-    dup = lambda r: r.duplicated  # noqa: E731
-    icc = pooled_icc(scope, dup)
+    book = book_of(rows)
     columns = [Column("contract_class", "contract class")]
     columns += [Column("|".join(v), " / ".join(v), "rate") for v in variants]
     table = Table(ID, TITLE, "Duplicate rate under committed faults and redelivery (fired), "
@@ -63,8 +62,8 @@ def table5(rows: Sequence[EpisodeRow]) -> Result:
         members = scope if name == ALL else [r for r in scope if contract_class(r) == name]
         cells: dict = {"contract_class": name}
         for v in variants:
-            cells["|".join(v)] = rate([r for r in members if variant(r) == v], dup, icc)
+            cells["|".join(v)] = rate([r for r in members if variant(r) == v], DUPLICATE, book)
         table.rows.append(cells)
     agents = len({r.agent for r in scope})
-    table.notes.append(f"{agents} agent(s) pooled. " + ICC_NOTE + f" ρ = {icc:.3f}.")
+    table.notes.append(f"{agents} agent(s) pooled. " + icc_note(book, DUPLICATE))
     return table

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from limbo_plugin.report.facets import family_ranks
+from limbo_plugin.report.icc import DUPLICATE, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
-    ICC_NOTE,
     Column,
     Result,
     Skipped,
     Table,
-    pooled_icc,
+    icc_note,
     rate,
 )
 from limbo_plugin.stats import holm, mcnemar_exact, paired_counts
@@ -55,8 +55,7 @@ def table10(rows: Sequence[EpisodeRow]) -> Result:
     if not matched:
         return Skipped(ID, TITLE, "no no_cue episode has a default-instruction counterpart on "
                        "the same world and configuration")
-    dup = lambda r: r.duplicated  # noqa: E731
-    icc = pooled_icc([r for p in matched for r in p], dup)
+    book = book_of(rows)
     agents = sorted({a.agent for a, _ in matched})
     ranks = family_ranks(rows)
     groups = sorted({fault_group(a) for a, _ in matched},
@@ -84,11 +83,11 @@ def table10(rows: Sequence[EpisodeRow]) -> Result:
             raw.append(p)
             table.rows.append({
                 "agent": agent, "faults": name, "pairs": len(chosen),
-                "dup_default": rate([a for a, _ in chosen], dup, icc),
-                "dup_no_cue": rate([z for _, z in chosen], dup, icc),
+                "dup_default": rate([a for a, _ in chosen], DUPLICATE, book),
+                "dup_no_cue": rate([z for _, z in chosen], DUPLICATE, book),
                 "only_default": b, "only_no_cue": c, "p": p,
             })
     for row, adjusted in zip(table.rows, holm(raw), strict=True):
         row["p_holm"] = adjusted
-    table.notes.append(ICC_NOTE + f" ρ = {icc:.3f}.")
+    table.notes.append(icc_note(book, DUPLICATE))
     return table

@@ -44,9 +44,10 @@ def matched_pairs(rows: Sequence[EpisodeRow]) -> dict[str, list[Pair]]:
 
 def repeat_pairs(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow]
                  ) -> list[tuple[EpisodeRow, EpisodeRow]]:
-    """(primary, repeat) pairs: the same episode and configuration in two record files."""
-    primary = {r.identity: r for r in rows}
-    return [(primary[r.identity], r) for r in repeats if r.identity in primary]
+    """(first run, repeat) pairs: declared repeats of one experiment's episode (same
+    experiment, arm, world and configuration, another ``repeat`` number)."""
+    primary = {r.run_key: r for r in rows}
+    return [(primary[r.run_key], r) for r in repeats if r.run_key in primary]
 
 
 def _with_pooled(by_agent: dict[str, list[Pair]]) -> list[tuple[str, list[Pair]]]:
@@ -95,8 +96,8 @@ def table_equivalence(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow])
             "tv": test.statistic, "tv_null": test.null_mean, "p": test.pvalue,
         })
     if not pooled_again:
-        table.notes.append("No repeat runs: give the same episodes' records from a second run "
-                           "as another file to compare with run-to-run agreement.")
+        table.notes.append("No declared repeat runs: run the experiment with --limbo-repeat to "
+                           "compare with run-to-run agreement.")
     table.notes.append("Permutation test: 10,000 within-pair label exchanges, seed 0.")
     return table
 
@@ -104,8 +105,9 @@ def table_equivalence(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow])
 def table_stability(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow]) -> Result:
     both = repeat_pairs(rows, repeats)
     if not both:
-        return Skipped(ID_ST, TITLE_ST, "no repeat runs (the same episode and configuration in "
-                       "two record files)")
+        return Skipped(ID_ST, TITLE_ST, "no declared repeat runs (the same experiment's "
+                       "episode and configuration with another repeat number: run it with "
+                       "--limbo-repeat)")
     try:
         from limbo_plugin.stats import cohens_kappa
     except ImportError:

@@ -17,15 +17,15 @@ from limbo_plugin.report.facets import (
     model_of,
     ordered_families,
 )
+from limbo_plugin.report.icc import DUPLICATE, EOS, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
-    ICC_NOTE,
     Column,
     Result,
     Skipped,
     Table,
     group,
-    pooled_icc,
+    icc_note,
     rate,
 )
 
@@ -56,8 +56,7 @@ def table8(rows: Sequence[EpisodeRow]) -> Result:
     if not vanilla:
         return Skipped(ID8, TITLE8, "no fired faulted episode under the native contract and "
                        "the vanilla condition")
-    dup, eos = (lambda r: r.duplicated), (lambda r: r.eos)
-    icc_dup, icc_eos = pooled_icc(native, dup), pooled_icc(native, eos)
+    book = book_of(rows)
     families = ordered_families(vanilla)
     columns = [Column("harness", "harness"), Column("model", "model")]
     columns += [Column(f"dup_{f}", f"dup {f}", "rate") for f in families]
@@ -74,14 +73,15 @@ def table8(rows: Sequence[EpisodeRow]) -> Result:
         guarded = [r for r in members if r.condition == "guard"]
         cells: dict = {"harness": key[0], "model": key[1]}
         for family in families:
-            cells[f"dup_{family}"] = rate([r for r in plain if r.family == family], dup, icc_dup)
-        cells["dup_all"] = rate(plain, dup, icc_dup)
-        cells["eos_native"] = rate(plain, eos, icc_eos)
-        cells["eos_guard"] = rate(guarded, eos, icc_eos) if guard else None
+            cells[f"dup_{family}"] = rate([r for r in plain if r.family == family], DUPLICATE,
+                                          book)
+        cells["dup_all"] = rate(plain, DUPLICATE, book)
+        cells["eos_native"] = rate(plain, EOS, book)
+        cells["eos_guard"] = rate(guarded, EOS, book) if guard else None
         table.rows.append(cells)
     if not guard:
         table.notes.append("No guard episodes: the EOS guard column is empty.")
-    table.notes.append(ICC_NOTE + f" ρ: duplicates {icc_dup:.3f}, EOS {icc_eos:.3f}.")
+    table.notes.append(icc_note(book, DUPLICATE, EOS))
     return table
 
 
@@ -95,11 +95,9 @@ def table9(rows: Sequence[EpisodeRow]) -> Result:
         return Skipped(ID9, TITLE9, "needs harness episodes under at least two contract "
                        "variant / condition pairs (found "
                        f"{', '.join('/'.join(v) for v in variants) or 'none'})")
-    dup, eos = (lambda r: r.duplicated), (lambda r: r.eos)
+    book = book_of(rows)
     keys_guard = [r for r in rows if r.faulted and r.contract == "keys_everywhere"
                   and r.condition == "guard"]
-    icc_dup = pooled_icc(scope, dup)
-    icc_eos = pooled_icc(keys_guard, eos)
     columns = [Column("harness", "harness"), Column("model", "model")]
     columns += [Column(f"{c}|{k}", f"{c} / {k}", "rate") for c, k in variants]
     columns.append(Column("eos_keys_guard", "EOS keys_everywhere / guard", "rate"))
@@ -114,8 +112,8 @@ def table9(rows: Sequence[EpisodeRow]) -> Result:
         for contract, condition in variants:
             cells[f"{contract}|{condition}"] = rate(
                 [r for r in members if r.contract == contract and r.condition == condition],
-                dup, icc_dup)
-        cells["eos_keys_guard"] = rate(keyed.get(key, []), eos, icc_eos)
+                DUPLICATE, book)
+        cells["eos_keys_guard"] = rate(keyed.get(key, []), EOS, book)
         table.rows.append(cells)
-    table.notes.append(ICC_NOTE + f" ρ: duplicates {icc_dup:.3f}, EOS {icc_eos:.3f}.")
+    table.notes.append(icc_note(book, DUPLICATE, EOS))
     return table

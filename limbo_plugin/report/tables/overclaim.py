@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from limbo_plugin.report.facets import config_labeller
+from limbo_plugin.report.icc import Measure, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
-    ICC_NOTE,
     Column,
     Result,
     Skipped,
     Table,
     group,
-    pooled_icc,
+    icc_note,
     rate,
 )
 
@@ -35,12 +35,20 @@ def silent(row: EpisodeRow) -> bool:
     return completed(row) and row.uncertain_count == 0
 
 
+def duplicated(row: EpisodeRow) -> bool:
+    return row.duplicated
+
+
+COMPLETED = Measure("completed", completed, duplicated)
+SILENT = Measure("completed, nothing uncertain", silent, duplicated)
+
+
 def table_overclaim(rows: Sequence[EpisodeRow]) -> Result:
     scope = [r for r in rows if r.duplicated]
     if not scope:
         return Skipped(ID, TITLE, "no episode produced a duplicate")
     names, label = config_labeller(scope)
-    icc_done, icc_silent = pooled_icc(scope, completed), pooled_icc(scope, silent)
+    book = book_of(rows)
     columns = [Column(n, n) for n in names]
     columns += [Column("duplicated", "duplicate episodes", "int"),
                 Column("completed", "finished completed", "rate"),
@@ -54,8 +62,8 @@ def table_overclaim(rows: Sequence[EpisodeRow]) -> Result:
     for config, members in entries:
         cells: dict = dict(zip(names, config, strict=True))
         cells["duplicated"] = len(members)
-        cells["completed"] = rate(members, completed, icc_done)
-        cells["completed_no_uncertain"] = rate(members, silent, icc_silent)
+        cells["completed"] = rate(members, COMPLETED, book)
+        cells["completed_no_uncertain"] = rate(members, SILENT, book)
         table.rows.append(cells)
-    table.notes.append(ICC_NOTE + f" ρ: completed {icc_done:.3f}, silent {icc_silent:.3f}.")
+    table.notes.append(icc_note(book, COMPLETED, SILENT))
     return table

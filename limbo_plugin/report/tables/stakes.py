@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from limbo_plugin.report.icc import Measure, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
-    ICC_NOTE,
     Column,
     Result,
     Skipped,
     Table,
-    pooled_icc,
+    icc_note,
     quiet_fit,
     rate,
 )
@@ -40,6 +40,9 @@ def unchecked(row: EpisodeRow) -> bool:
     return row.behaviour == "blind_retry"
 
 
+UNCHECKED = Measure("re-issued unchecked", unchecked, in_scope)
+
+
 def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
     scope = [r for r in rows if in_scope(r)]
     if not {r.focal_irreversible for r in scope} >= {True, False}:
@@ -47,7 +50,7 @@ def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
                        "irreversible and reversible focal writes")
     from limbo_plugin.stats import tost_independent
 
-    icc = pooled_icc(scope, unchecked)
+    book = book_of(rows)
     agents = sorted({r.agent for r in scope})
     columns = [Column("agent", "agent"),
                Column("irreversible", "irreversible: re-issued unchecked", "rate"),
@@ -62,8 +65,8 @@ def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
         mine = scope if agent == ALL_AGENTS else [r for r in scope if r.agent == agent]
         hard = [r for r in mine if r.focal_irreversible]
         soft = [r for r in mine if not r.focal_irreversible]
-        cells: dict = {"agent": agent, "irreversible": rate(hard, unchecked, icc),
-                       "reversible": rate(soft, unchecked, icc)}
+        cells: dict = {"agent": agent, "irreversible": rate(hard, UNCHECKED, book),
+                       "reversible": rate(soft, UNCHECKED, book)}
         if hard and soft:
             with quiet_fit():
                 test = tost_independent([unchecked(r) for r in hard],
@@ -71,6 +74,6 @@ def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
             cells.update(difference=100 * test.diff, low=100 * test.low, high=100 * test.high,
                          p=test.pvalue, equivalent="yes" if test.equivalent else "no")
         table.rows.append(cells)
-    table.notes.append(ICC_NOTE + f" ρ = {icc:.3f}. 'no' means equivalence within ±5 pp could "
+    table.notes.append(icc_note(book, UNCHECKED) + " 'no' means equivalence within ±5 pp could "
                        "not be established, not that the shares differ.")
     return table

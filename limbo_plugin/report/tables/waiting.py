@@ -18,16 +18,16 @@ from limbo_plugin.report.facets import (
     varying_variants,
     wait_bound,
 )
+from limbo_plugin.report.icc import DUPLICATE, EOS, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
-    ICC_NOTE,
     Column,
     Result,
     Skipped,
     Table,
     group,
+    icc_note,
     mean,
-    pooled_icc,
     rate,
 )
 
@@ -60,9 +60,7 @@ def table6(rows: Sequence[EpisodeRow]) -> Result:
     if not scope:
         return Skipped(ID, TITLE, "no fired late-commit episode (timeout_late or "
                        "timeout_late_tail)")
-    eos = lambda r: r.eos  # noqa: E731
-    dup = lambda r: r.duplicated  # noqa: E731
-    icc_eos, icc_dup = pooled_icc(scope, eos), pooled_icc(scope, dup)
+    book = book_of(rows)
     variants = varying_variants(scope)
     columns = [Column("delay", "delay"), Column("contract", "contract"),
                Column("condition", "condition"), *(Column(name, name) for name in variants),
@@ -86,13 +84,12 @@ def table6(rows: Sequence[EpisodeRow]) -> Result:
         table.rows.append({
             "delay": delay, "contract": contract, "condition": condition,
             **dict(zip(variants, values, strict=True)),
-            "episodes": len(members), "eos": rate(members, eos, icc_eos),
-            "duplicate_rate": rate(members, dup, icc_dup),
+            "episodes": len(members), "eos": rate(members, EOS, book),
+            "duplicate_rate": rate(members, DUPLICATE, book),
             "time_min": None if time is None else time / 60.0,
             "p_delay_within_bound": None if bound is None else share_within_bound(members,
                                                                                    bound),
         })
     agents = len({r.agent for r in scope})
-    table.notes.append(f"{agents} agent(s) pooled. " + ICC_NOTE +
-                       f" ρ: EOS {icc_eos:.3f}, duplicates {icc_dup:.3f}.")
+    table.notes.append(f"{agents} agent(s) pooled. " + icc_note(book, EOS, DUPLICATE))
     return table
