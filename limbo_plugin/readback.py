@@ -51,9 +51,17 @@ def _query(read_back: ReadBack, ctx: dict[str, Any], item: Any) -> ReadBackQuery
                          match=match, item=item)
 
 
+ANY_LIST = "*"
+"""``items: "*"``: every object in any list at the top of the result, for a read-back whose
+result shape is not declared (what ``limbo audit`` proposes for a third-party server)."""
+
+
 def extract_items(content: dict[str, Any], path: str | None) -> list[dict[str, Any]]:
     """The list at dotted ``path`` in a result (a single object counts as a list of one)."""
     value: Any = unwrap(content)
+    if path == ANY_LIST and isinstance(value, dict):
+        return [v for field in value.values() if isinstance(field, list)
+                for v in field if isinstance(v, dict)]
     for part in (path or "").split(".") if path else []:
         value = value.get(part) if isinstance(value, dict) else None
     if isinstance(value, dict):

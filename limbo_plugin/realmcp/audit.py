@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from limbo_plugin.readback import ANY_LIST
 from limbo_plugin.realmcp.rules import AuditRules, RulesError, load_rules
 from limbo_plugin.realmcp.upstream import (
     Upstream,
@@ -243,7 +244,7 @@ class Auditor:
                      if p not in args and p != key and isinstance(schema, dict)
                      and schema.get("type") in SCALAR_TYPES}
             if match or (args and reader.required):
-                return {"tool": name, "args": args, "match": match or None, "items": None}
+                return {"tool": name, "args": args, "match": match or None, "items": ANY_LIST}
         return None
 
     def _consistency(self, tools: Sequence[ListedTool]) -> tuple[str, int | None]:

@@ -26,3 +26,10 @@ def register(sub: Any) -> None:
                             "(keys, read-backs, consistency); exit 1 if a write is unprotected")
     audit.add_arguments(parser)
     parser.set_defaults(handler=_handler("limbo_plugin.realmcp.audit", "limbo audit"))
+    from limbo_plugin.realmcp import proxy
+
+    parser = sub.add_parser("proxy", help="inject the benchmark's transport faults between an "
+                            "MCP client and server and log every call; `limbo proxy report "
+                            "LOG` counts the duplicates")
+    proxy.add_arguments(parser)
+    parser.set_defaults(handler=_handler("limbo_plugin.realmcp.proxy", "limbo proxy"))

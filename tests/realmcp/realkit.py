@@ -65,3 +65,43 @@ def real_server(name: str) -> str:
         pytest.skip(f"{name} MCP server not installed: python -m limbo_plugin.realmcp.servers "
                     f"install {name}")
     return str(path)
+
+
+ADA = {"entities": [{"name": "Ada", "entityType": "person",
+                     "observations": ["wrote the first program"]}]}
+MEMORY_VERIFY = """\
+tools:
+  - tool: create_entities
+    writes: true
+    verify:
+      tool: open_nodes
+      args: {names: "{entities|attr:name}"}
+      items: entities
+      match: {name: "{item.name}"}
+      per_item: entities
+"""
+"""server-memory's read-back of an entity, which the audit cannot build by argument names (the
+audit proposes read_graph and leaves ``verify`` empty): the edit a user makes."""
+
+
+def proxy_command(mode: str, log: Path, server: list[str], *extra: str) -> list[str]:
+    return [sys.executable, "-m", "limbo_plugin.cli", "proxy", "--inject", mode, "--log",
+            str(log), *extra, "--", *server]
+
+
+def drive_policy(policy: str, command: list[str], steps: list[tuple[str, dict]],
+                 config: Path | None = None, env: dict[str, str] | None = None) -> Any:
+    import anyio
+
+    from limbo_plugin.realmcp.config import load_config
+    from limbo_plugin.realmcp.drive import drive
+    from limbo_plugin.realmcp.upstream import Upstream
+
+    upstream = Upstream(command=tuple(command), env=env)
+    return anyio.run(drive, policy, upstream, steps, load_config(config))
+
+
+def report_json(log: Path) -> dict[str, Any]:
+    done = limbo("proxy", "report", str(log), "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["tools"]

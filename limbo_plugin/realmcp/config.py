@@ -1,0 +1,125 @@
+"""The guard's configuration: ``limbo audit --json``'s output, edited where it guessed wrong.
+
+The file (YAML or JSON) has the audit's ``tools`` list; per write tool the guard reads
+``writes``, ``idempotent``, ``key`` (the idempotency-key parameter), ``verify`` (the read-back
+query: ``tool``, ``args`` and ``match`` templated over the write's arguments, ``items`` the list
+in its result or ``"*"`` for any, ``per_item`` for a batch argument) and ``lag_s`` (the read
+path's documented lag), and optionally ``intent`` (the arguments that make two calls the same
+intent; default: all but the key). Tools the file does not name keep the audit's verdicts from
+the live listing. Top-level ``wait_tool`` names an upstream tool that lets time pass (Limbo's
+sandbox has ``wait``; a real server does not need one: the guard sleeps).
+
+From it come the :class:`~limbo_plugin.contracts.ToolDefinition` s the benchmark's middleware
+reads, so ``limbo guard`` runs the same guard code as ``--condition guard``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from limbo_plugin.contracts import ToolDefinition
+from limbo_plugin.spec.models import ReadBack, ToolContract
+
+UPSTREAM_SERVICE = "upstream"
+
+
+class ConfigError(Exception):
+    """The guard's configuration cannot be used (one line naming the file)."""
+
+
+class GuardTool(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    tool: str
+    writes: bool
+    idempotent: bool = False
+    key: str | None = None
+    verify: ReadBack | None = None
+    lag_s: int | None = None
+    intent: list[str] | None = None
+
+
+class GuardConfig(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    tools: list[GuardTool] = []
+    wait_tool: str | None = None
+
+    def by_name(self) -> dict[str, GuardTool]:
+        return {t.tool: t for t in self.tools}
+
+
+def load_config(path: str | Path | None) -> GuardConfig:
+    if path is None:
+        return GuardConfig()
+    source = Path(path)
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{source}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{source}{where}: not valid YAML or JSON") from None
+    try:
+        return GuardConfig.model_validate(data or {})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise ConfigError(f"{source}: {where}: {error['msg']}") from None
+
+
+def config_from_audit(document: dict[str, Any]) -> GuardConfig:
+    return GuardConfig.model_validate({"tools": document.get("tools", [])})
+
+
+def definitions(listed: list[Any], config: GuardConfig) -> dict[str, ToolDefinition]:
+    """The upstream's tools (``mcp`` ``Tool`` objects) with the contracts ``config`` gives,
+    and the audit's verdicts on the live listing for the tools it does not name."""
+    from limbo_plugin.realmcp.audit import Auditor, ListedTool
+    from limbo_plugin.realmcp.rules import load_rules
+
+    rows = Auditor([ListedTool.from_mcp(t) for t in listed], load_rules()).audit()
+    known = {**config_from_audit({"tools": [r.as_json() for r in rows]}).by_name(),
+             **config.by_name()}
+    out: dict[str, ToolDefinition] = {}
+    for tool in listed:
+        data = tool.model_dump(by_alias=True, exclude_none=True)
+        name = data["name"]
+        schema = data.get("inputSchema") or {"type": "object"}
+        entry = known.get(name)
+        if entry is None:
+            continue
+        out[name] = ToolDefinition(name=name, service=UPSTREAM_SERVICE,
+                                   description=data.get("description") or "",
+                                   input_schema=schema, contract=contract_of(entry, schema),
+                                   native_idempotency=contract_of(entry, schema).idempotency)
+    return out
+
+
+def contract_of(entry: GuardTool, schema: dict[str, Any]) -> ToolContract:
+    found = schema.get("properties")
+    properties: dict[str, Any] = found if isinstance(found, dict) else {}
+    key = entry.key if entry.key and not entry.key.startswith("_meta.") else None
+    if not entry.writes:
+        idempotency = "read_only"
+    elif entry.idempotent:
+        idempotency = "idempotent"
+    else:
+        idempotency = "key_optional" if key else "non_idempotent"
+    intent = entry.intent if entry.intent is not None else [p for p in properties if p != key]
+    try:
+        return ToolContract(read_only_hint=not entry.writes, idempotent_hint=entry.idempotent,
+                            idempotency=idempotency, intent_fields=intent, key_param=key,
+                            read_back=entry.verify, visibility_lag_s=entry.lag_s or 0)
+    except ValidationError as exc:
+        raise ConfigError(f"tool {entry.tool}: {exc.errors()[0]['msg']}") from None
+
+
+def dump(config: GuardConfig) -> str:
+    return json.dumps(config.model_dump(exclude_none=True), indent=2)

@@ -1,0 +1,146 @@
+"""Limbo's scripted reference policies, acting on a real MCP server.
+
+The policies (:mod:`~limbo_plugin.agents.scripted`) are the benchmark's reference: their recovery
+is predicted exactly by the paper's propositions. Here one runs a short plan of calls against any
+server (through ``limbo proxy`` and ``limbo guard``, or directly), reading each tool's contract
+from the guard's configuration (the audit, edited), so what the benchmark predicts for a policy
+can be checked on a team's own stack::
+
+    python -m limbo_plugin.realmcp.drive --policy blind_retry \\
+        --call create_entities '{"entities": […]}' [--config guard.yaml] \\
+        -- limbo proxy --inject timeout_post -- mcp-server-memory
+
+The general tools of the benchmark are answered here, not by the server: ``finish`` ends the
+plan, ``wait`` sleeps, and ``escalate_to_human`` has no operator to reach (the policy then lists
+the operation as uncertain).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from limbo_plugin.agents.scripted import POLICIES, ScriptedAgent
+from limbo_plugin.contracts import ToolDefinition
+from limbo_plugin.realmcp.config import ConfigError, GuardConfig, definitions, load_config
+from limbo_plugin.realmcp.results import to_tool_result
+from limbo_plugin.realmcp.upstream import Upstream, UpstreamError, connect, list_tools
+from limbo_plugin.toolapi import ToolResult, tool_error
+
+if TYPE_CHECKING:
+    from limbo_plugin.agents.base import AgentSession
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str
+    tool: str
+    args: dict[str, Any]
+    items: None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    plan: list[Step]
+    template: str = "drive"
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DriveResult:
+    """What the policy did: every call with its answer, and what it reported at the end."""
+
+    calls: list[tuple[str, dict[str, Any], ToolResult]] = field(default_factory=list)
+    finish: dict[str, Any] | None = None
+
+
+class ServerSession:
+    """What a scripted policy needs of a session, on an MCP client (calls from a worker
+    thread into the client's event loop)."""
+
+    def __init__(self, client: Any, tools: dict[str, ToolDefinition], plan: Plan,
+                 result: DriveResult) -> None:
+        self.task = plan
+        self.instruction = ""
+        self._client = client
+        self._tools = tools
+        self._result = result
+
+    @property
+    def tools(self) -> list[ToolDefinition]:
+        return list(self._tools.values())
+
+    def tool(self, name: str) -> ToolDefinition | None:
+        return self._tools.get(name)
+
+    def call(self, name: str, arguments: Any = None) -> ToolResult:
+        import anyio.from_thread
+
+        arguments = dict(arguments or {})
+        if name == "finish":
+            self._result.finish = arguments
+            answer = ToolResult({"ok": True})
+        elif name == "wait":
+            time.sleep(float(arguments.get("seconds", 0)))
+            answer = ToolResult({"waited_s": arguments.get("seconds")})
+        elif name == "escalate_to_human":
+            answer = tool_error("unavailable", "no operator can be reached from this server")
+        else:
+            answer = to_tool_result(anyio.from_thread.run(self._client.call_tool, name,
+                                                          arguments))
+        self._result.calls.append((name, arguments, answer))
+        return answer
+
+
+async def drive(policy: str, upstream: Upstream, steps: list[tuple[str, dict[str, Any]]],
+                config: GuardConfig | None = None) -> DriveResult:
+    """Run ``policy`` on a plan of ``steps`` (tool, arguments) against ``upstream``."""
+    import anyio.to_thread
+
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; valid: {', '.join(POLICIES)}")
+    result = DriveResult()
+    async with connect(upstream) as client:
+        listed = await list_tools(client, upstream)
+        tools = definitions(listed, config or GuardConfig())
+        plan = Plan([Step(f"step{i}", tool, args) for i, (tool, args) in enumerate(steps, 1)])
+        session = ServerSession(client, tools, plan, result)
+        agent = ScriptedAgent(policy)
+        await anyio.to_thread.run_sync(agent.run, cast("AgentSession", session))
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import anyio
+
+    from limbo_plugin.realmcp.audit import command_after_dashes
+    from limbo_plugin.realmcp.upstream import upstream_from_args
+
+    parser = argparse.ArgumentParser(prog="python -m limbo_plugin.realmcp.drive",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policy", required=True, choices=POLICIES)
+    parser.add_argument("--call", nargs=2, action="append", required=True,
+                        metavar=("TOOL", "JSON_ARGS"), help="a plan step (repeatable)")
+    parser.add_argument("--config", default=None, help="the guard's config (audit output)")
+    parser.add_argument("--url", default=None)
+    parser.add_argument("server_command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    try:
+        steps = [(tool, json.loads(text)) for tool, text in args.call]
+        upstream = upstream_from_args(command_after_dashes(args.server_command), args.url, [])
+        done = anyio.run(drive, args.policy, upstream, steps, load_config(args.config))
+    except (ValueError, ConfigError, UpstreamError) as exc:
+        print(f"drive: {exc}", file=sys.stderr)
+        return 2
+    for name, arguments, answer in done.calls:
+        print(f"{name} {json.dumps(arguments)} -> {answer.text()[:200]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""``limbo proxy --inject MODE``: the benchmark's transport faults between any MCP client and any
+MCP server.
+
+The proxy is an MCP server (stdio, or streamable HTTP on loopback) that lists the upstream's tools
+unchanged and forwards every call. On a write tool (as ``limbo audit`` reads the listing) it
+injects one of the paper's ambiguous faults on the first call of an intent (the tool and its
+arguments, an idempotency key left out), chosen by a seeded schedule: an intent is faulted when
+``random(seed, intent) < rate``, so the same seed faults the same intents in any order.
+
+- ``timeout_pre``: not forwarded; the client gets a timeout;
+- ``timeout_post``: forwarded; the server's answer is logged and the client gets a timeout;
+- ``timeout_late``: the client gets a timeout at once; the call is forwarded ``--late-delay``
+  seconds later (the request was still in flight);
+- ``redelivery``: forwarded, answered, and forwarded again ``--redelivery-after`` seconds later
+  (an at-least-once transport);
+- ``http500_post``: forwarded; the client gets HTTP 500 (the server committed and then failed).
+
+The fault answers are the texts of ``specs/faults/modes.yaml``, the same bytes an agent sees in
+the benchmark. Every call goes to a JSONL log (``--log``, default ``limbo-proxy.jsonl``): its
+first line names the mode, the seed and the write tools, then one line per call with what was
+forwarded, when, and what the server answered. ``limbo proxy report LOG`` reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from limbo_plugin.realmcp.audit import Auditor, ListedTool, command_after_dashes
+from limbo_plugin.realmcp.results import result_text
+from limbo_plugin.realmcp.rules import RulesError, load_rules
+from limbo_plugin.realmcp.serving import add_serving_arguments, serve
+from limbo_plugin.realmcp.upstream import (
+    Upstream,
+    UpstreamError,
+    connect,
+    list_tools,
+    upstream_from_args,
+)
+from limbo_plugin.toolapi import canonical_json
+
+MODES = ("timeout_pre", "timeout_post", "timeout_late", "redelivery", "http500_post")
+DEFAULT_LOG = "limbo-proxy.jsonl"
+
+
+def fault_answer(mode: str) -> dict[str, Any] | None:
+    """The body the benchmark answers a faulted call with (``None``: the server's own)."""
+    from limbo_plugin.spec.registry import default_specs_dir
+
+    modes = yaml.safe_load((default_specs_dir() / "faults" / "modes.yaml").read_text())
+    for spec in modes["modes"]:
+        if spec["name"] == mode:
+            response = spec.get("response")
+            return response if isinstance(response, dict) else None
+    raise ValueError(f"fault mode {mode!r} is not in specs/faults/modes.yaml")
+
+
+def intent_of(tool: str, arguments: dict[str, Any], key: str | None) -> str:
+    """A stable fingerprint of a call's intent: its tool and arguments, without the key."""
+    kept = {k: v for k, v in arguments.items() if k != key}
+    text = canonical_json({"tool": tool, "arguments": kept})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Schedule:
+    """Which intents are faulted: ``random(seed, intent) < rate``, the first call only."""
+
+    def __init__(self, seed: int, rate: float) -> None:
+        self.seed, self.rate = seed, rate
+        self._seen: set[str] = set()
+
+    def faults(self, intent: str) -> bool:
+        first = intent not in self._seen
+        self._seen.add(intent)
+        draw = random.Random(f"{self.seed}:{intent}").random()
+        return first and draw < self.rate
+
+
+class ProxyLog:
+    """The JSONL call log: whole lines, flushed as they are written."""
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._start = time.monotonic()
+        self._seq = 0
+        self._handle = path.open("w", encoding="utf-8")
+        self._write({"proxy": header})
+
+    def entry(self, **fields: Any) -> None:
+        with self._lock:
+            self._seq += 1
+            seq = self._seq
+        self._write({"seq": seq, "t": round(time.monotonic() - self._start, 3), **fields})
+
+    def _write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, sort_keys=True, default=str) + "\n"
+        with self._lock:
+            self._handle.write(line)
+            self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+class FaultProxy:
+    """Forwards calls to ``client`` and injects ``mode`` on scheduled write intents."""
+
+    def __init__(self, client: Any, tools: list[Any], *, mode: str, schedule: Schedule,
+                 log: ProxyLog, late_delay_s: float, redelivery_after_s: float,
+                 task_group: Any, writes: dict[str, bool], keys: dict[str, str | None]
+                 ) -> None:
+        self.client, self.tools, self.mode = client, tools, mode
+        self.schedule, self.log = schedule, log
+        self.late_delay_s, self.redelivery_after_s = late_delay_s, redelivery_after_s
+        self.task_group = task_group
+        self.writes, self.keys = writes, keys
+        answer = fault_answer(mode)
+        self.answer_text = canonical_json(answer) if answer is not None else None
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        import anyio
+        import mcp_types as types
+
+        write = self.writes.get(name, False)
+        key = self.keys.get(name)
+        intent = intent_of(name, arguments, key)
+        faulted = write and self.schedule.faults(intent)
+        common = {"tool": name, "write": write, "intent": intent, "arguments": arguments,
+                  "key": arguments.get(key) if key else None,
+                  "injected": self.mode if faulted else None}
+        if not faulted:
+            result = await self._forward(name, arguments, common, "original", "server")
+            return result
+        timeout = types.CallToolResult(
+            content=[types.TextContent(type="text", text=self.answer_text or "")],
+            is_error=True)
+        if self.mode == "timeout_pre":
+            self.log.entry(**common, forwarded=False, delivery="original", server=None,
+                           client_saw="timeout")
+            return timeout
+        if self.mode == "timeout_late":
+            async def late() -> None:
+                await anyio.sleep(self.late_delay_s)
+                await self._forward(name, arguments, common, "late", None)
+
+            self.log.entry(**common, forwarded=False, delivery="original", server=None,
+                           client_saw="timeout (forwarded later)")
+            self.task_group.start_soon(late)
+            return timeout
+        if self.mode == "redelivery":
+            result = await self._forward(name, arguments, common, "original", "server")
+
+            async def again() -> None:
+                await anyio.sleep(self.redelivery_after_s)
+                await self._forward(name, arguments, common, "redelivery", None)
+
+            self.task_group.start_soon(again)
+            return result
+        saw = "timeout" if self.mode == "timeout_post" else "http 500"
+        await self._forward(name, arguments, common, "original", saw)
+        return timeout  # timeout_post and http500_post: the server's answer is lost
+
+    async def _forward(self, name: str, arguments: dict[str, Any], common: dict[str, Any],
+                       delivery: str, client_saw: str | None) -> Any:
+        try:
+            result = await self.client.call_tool(name, arguments)
+        except Exception as exc:
+            from limbo_plugin.realmcp.upstream import describe
+
+            self.log.entry(**common, forwarded=True, delivery=delivery,
+                           server={"is_error": True, "failed": describe(exc)},
+                           client_saw=client_saw)
+            raise
+        self.log.entry(**common, forwarded=True, delivery=delivery,
+                       server={"is_error": bool(result.is_error),
+                               "text": result_text(result)[:500]},
+                       client_saw=client_saw)
+        return result
+
+
+async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    async with connect(upstream) as client:
+        tools = await list_tools(client, upstream)
+        rows = Auditor([ListedTool.from_mcp(t) for t in tools], load_rules(args.rules)).audit()
+        writes = {r.tool: r.writes and not r.idempotent for r in rows}
+        keys = {r.tool: r.key for r in rows}
+        header = {"mode": args.inject, "seed": args.seed, "rate": args.rate,
+                  "server": upstream.describe(),
+                  "writes": sorted(t for t, w in writes.items() if w),
+                  "keys": {t: k for t, k in keys.items() if k}}
+        log = ProxyLog(Path(args.log), header)
+        try:
+            async with anyio.create_task_group() as group:
+                proxy = FaultProxy(client, tools, mode=args.inject,
+                                   schedule=Schedule(args.seed, args.rate), log=log,
+                                   late_delay_s=args.late_delay,
+                                   redelivery_after_s=args.redelivery_after,
+                                   task_group=group, writes=writes, keys=keys)
+
+                async def on_list(ctx: Any, params: Any) -> Any:
+                    return types.ListToolsResult(tools=tools)
+
+                async def on_call(ctx: Any, params: Any) -> Any:
+                    return await proxy.call(params.name, dict(params.arguments or {}))
+
+                info = client.server_info
+                server = Server(getattr(info, "name", None) or "limbo-proxy",
+                                version=getattr(info, "version", None) or "",
+                                on_list_tools=on_list, on_call_tool=on_call)
+                await serve(server, args.transport, args.host, args.port, "limbo proxy")
+                # the client is gone: late and redelivered copies still reach the server
+        finally:
+            log.close()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--inject", default=None, choices=MODES, metavar="MODE",
+                        help=f"the fault to inject on write tools: {', '.join(MODES)}")
+    parser.add_argument("--seed", type=int, default=0, help="the schedule's seed (default 0)")
+    parser.add_argument("--rate", type=_rate, default=1.0,
+                        help="the share of write intents whose first call is faulted "
+                        "(default 1.0: every one)")
+    parser.add_argument("--log", default=DEFAULT_LOG, help=f"the call log (default "
+                        f"{DEFAULT_LOG})")
+    parser.add_argument("--late-delay", type=_seconds, default=90.0, metavar="SECONDS",
+                        help="timeout_late: when the call is forwarded (default 90)")
+    parser.add_argument("--redelivery-after", type=_seconds, default=2.0, metavar="SECONDS",
+                        help="redelivery: when the second copy is forwarded (default 2)")
+    parser.add_argument("--url", default=None, help="a streamable HTTP upstream")
+    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
+    parser.add_argument("--rules", default=None, help="the audit's evidence rules")
+    add_serving_arguments(parser)
+    parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
+                        help="the stdio server to start (or: report LOG [--json])")
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"a share between 0 and 1, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0.0 <= value < 86400:
+        raise argparse.ArgumentTypeError(f"seconds between 0 and 86400, got {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    if args.server_command[:1] == ["report"]:  # limbo proxy report LOG [--json]
+        from limbo_plugin.realmcp import proxy_report
+
+        return proxy_report.main(args.server_command[1:])
+    try:
+        if args.inject is None:
+            raise ValueError(f"--inject MODE is required; valid: {', '.join(MODES)} "
+                             "(or: limbo proxy report LOG)")
+        load_rules(args.rules)
+        upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
+                                      args.header)
+        Path(args.log).parent.mkdir(parents=True, exist_ok=True)
+        anyio.run(run_proxy, upstream, args)
+    except (ValueError, RulesError) as exc:
+        print(f"limbo proxy: {exc}", file=sys.stderr)
+        return 2
+    except UpstreamError as exc:
+        print(f"limbo proxy: cannot proxy {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"limbo proxy: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="limbo proxy", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

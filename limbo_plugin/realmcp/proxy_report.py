@@ -1,0 +1,132 @@
+"""``limbo proxy report LOG``: per write tool, how the client recovered from the injected faults.
+
+An *intent* is a tool and its arguments without the idempotency key (the proxy's fingerprint).
+Per write tool the report counts intents, the faulted ones, and, as the transport saw them:
+
+- ``duplicated``: an intent the server executed successfully twice or more without one shared
+  idempotency key (whatever caused it: the client's retry, a redelivery);
+- among the faulted intents that were not duplicated: ``keyed`` (repeated, every copy with the
+  same key, which the server deduplicates), ``verified`` (a read was sent after the fault and the
+  intent was not executed twice), ``left`` (neither: not repeated, escalated, or held back
+  before the proxy, e.g. by ``limbo guard``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class LogError(Exception):
+    """The log cannot be read (one line naming the file and line)."""
+
+
+@dataclass
+class ToolCounts:
+    intents: int = 0
+    faulted: int = 0
+    duplicated: int = 0
+    keyed: int = 0
+    verified: int = 0
+    left: int = 0
+    duplicated_intents: list[str] = field(default_factory=list)
+
+
+def read_log(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise LogError(f"{path}: {exc.strerror}") from None
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if number == len(lines):  # a last line cut short by a kill: the rest stands
+                break
+            raise LogError(f"{path}:{number}: not a JSON line") from None
+        if not isinstance(record, dict):
+            raise LogError(f"{path}:{number}: not a JSON object")
+        records.append(record)
+    if not records or "proxy" not in records[0]:
+        raise LogError(f"{path}:1: not a limbo proxy log (its first line names the proxy)")
+    return records[0]["proxy"], records[1:]
+
+
+def summarize(header: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, ToolCounts]:
+    counts = {tool: ToolCounts() for tool in header.get("writes", [])}
+    by_intent: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for call in calls:
+        if call.get("write"):
+            by_intent.setdefault((call["tool"], call["intent"]), []).append(call)
+    for (tool, _), entries in by_intent.items():
+        c = counts.setdefault(tool, ToolCounts())
+        c.intents += 1
+        executed = [e for e in entries if e.get("forwarded") and e.get("server")
+                    and not e["server"].get("is_error")]
+        keys = {e.get("key") for e in executed}
+        repeated = len(executed) >= 2
+        shared_key = repeated and len(keys) == 1 and None not in keys
+        faulted = [e for e in entries if e.get("injected")]
+        if repeated and not shared_key:
+            c.duplicated += 1
+            c.duplicated_intents.append(f"{tool} {json.dumps(entries[0].get('arguments'))}")
+        if not faulted:
+            continue
+        c.faulted += 1
+        if repeated and not shared_key:
+            continue
+        first_fault = faulted[0]["seq"]
+        read_after = any(not e.get("write") and e.get("forwarded") and e["seq"] > first_fault
+                         for e in calls)
+        if shared_key:
+            c.keyed += 1
+        elif read_after:
+            c.verified += 1
+        else:
+            c.left += 1
+    return counts
+
+
+def render(header: dict[str, Any], counts: dict[str, ToolCounts]) -> str:
+    lines = [f"limbo proxy: {header.get('mode')} (seed {header.get('seed')}, rate "
+             f"{header.get('rate')}) in front of {header.get('server')}", "",
+             "| write tool | intents | faulted | duplicated | keyed | verified | left |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for tool, c in sorted(counts.items()):
+        lines.append(f"| {tool} | {c.intents} | {c.faulted} | {c.duplicated} | {c.keyed} | "
+                     f"{c.verified} | {c.left} |")
+    duplicates = [d for c in counts.values() for d in c.duplicated_intents]
+    if duplicates:
+        lines += ["", "duplicated intents:", *(f"  {d}" for d in duplicates)]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="limbo proxy report",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("log")
+    parser.add_argument("--json", action="store_true")
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        header, calls = read_log(Path(args.log))
+    except LogError as exc:
+        print(f"limbo proxy report: {exc}", file=sys.stderr)
+        return 2
+    counts = summarize(header, calls)
+    if args.json:
+        print(json.dumps({"proxy": header, "tools": {t: c.__dict__ for t, c in
+                                                     sorted(counts.items())}}, indent=2))
+    else:
+        print(render(header, counts))
+    return 0
