@@ -9,7 +9,8 @@
     limbo compare A B [--json] [--all] [--outcome passed|eos|no_duplicate]
     limbo report [RECORDS…] [--out reports/report]
     limbo merge OUT IN…
-    limbo allure [RESULTS] [--out reports/allure-report]
+    limbo view [RECORDS…] [--out reports/report] [--port N] [--no-browser]
+    limbo allure [RESULTS] [--out reports/allure-report] [--no-serve]
     limbo mcp --url URL [--token TOKEN] [--transport stdio|streamable-http]
     limbo harness list | install [codex|copilot|hermes …]
 
@@ -184,6 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default reports/report)")
     report.set_defaults(handler=cmd_report)
 
+    from limbo_plugin.report import view
+
+    view.add_parser(sub, DEFAULT_RECORDS, "reports/report").set_defaults(
+        handler=lambda args: view.run_view(args, lambda records, out: _build_report(
+            args, records, out)))
+
     merge = sub.add_parser("merge", help="merge the record files of a sharded run "
                            "(--limbo-shard) into one; idempotent")
     merge.add_argument("out", help="the merged JSONL file (may be one of the inputs)")
@@ -202,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the --alluredir of the run (default reports/allure-results)")
     allure.add_argument("--out", default="reports/allure-report",
                         help="output directory (default reports/allure-report)")
+    allure.add_argument("--no-serve", action="store_true",
+                        help="only render; print the command that serves it (a file:// URL "
+                        "does not load)")
+    view.add_arguments(allure)
     allure.set_defaults(handler=cmd_allure)
 
     from limbo_plugin.server import mcp_server
@@ -388,14 +399,16 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    print("\n".join(_build_report(args, args.records, args.out)))
+    return 0
+
+
+def _build_report(args: argparse.Namespace, records: Sequence[str], out: str) -> list[str]:
     from limbo_plugin.extras import require
     from limbo_plugin.report.build import make_report
 
     require("report", "limbo report")
-
-    outcome = make_report(args.records, _registry(args), args.out)
-    print("\n".join(outcome.lines()))
-    return 0
+    return make_report(records, _registry(args), out).lines()
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -422,9 +435,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def cmd_allure(args: argparse.Namespace) -> int:
     from limbo_plugin.report.allure import generate
+    from limbo_plugin.report.view import serve
 
-    print(f"Allure report: {generate(args.results, args.out)}")
-    return 0
+    index = generate(args.results, args.out)
+    if args.no_serve:
+        print(f"Allure report: {index}\nOpen it with: npx --yes allure open {args.out} "
+              "(opened as a file:// URL it does not load)")
+        return 0
+    return serve(Path(args.out), port=args.port, open_browser=not args.no_browser)
 
 
 def cmd_harness_list(args: argparse.Namespace) -> int:
