@@ -13,9 +13,14 @@ from __future__ import annotations
 
 import hashlib
 
-HARNESS_TICKET_STRIDE = 10_000
-"""Ticket numbers of a harness's requests lie this far above the agent's own (part 0), so the
-two never collide in an episode of fewer than 5,000 agent calls."""
+TICKET_PARTS = 4
+"""Request parts of one call whose tickets are numbered in the call's own block: the agent's
+request and up to three a harness sends for it (a client's transparent retries)."""
+TICKET_BLOCK = 2 * TICKET_PARTS
+"""Ticket numbers each agent call takes: two per part (a request and its redelivered copy)."""
+FAR_TICKETS = 1_000_000
+"""Where the tickets of a call's further parts (a fifth request for one call, which no built-in
+condition sends for a ticket) are numbered, so they never collide with another call's."""
 
 
 def stable_int(*parts: object) -> int:
@@ -41,8 +46,14 @@ class IdFactory:
         return f"{prefix}_{stable_int(self.base_seed, prefix, *intent):016x}"[: len(prefix) + 13]
 
     def ticket(self, project: str, seq: int, redelivered: bool = False, part: int = 0) -> str:
-        number = self.ticket_offset + 2 * seq + (1 if redelivered else 0)
-        return f"{project}-{number + HARNESS_TICKET_STRIDE * part}"
+        """``<PROJECT>-<n>``: each agent call takes a block of :data:`TICKET_BLOCK` numbers, and
+        a request a harness sends for the call (part ``p``) is numbered inside that block, so
+        its ticket looks like any other in the sequence; a ticket number says nothing about
+        whether middleware retried (docs/decisions.md, D-ticket-numbers)."""
+        slot = 2 * part + (1 if redelivered else 0)
+        if part < TICKET_PARTS:
+            return f"{project}-{self.ticket_offset + TICKET_BLOCK * seq + slot}"
+        return f"{project}-{FAR_TICKETS + self.ticket_offset + TICKET_BLOCK * seq + slot}"
 
     def seed_ticket(self, project: str, index: int) -> str:
         return f"{project}-{self.ticket_offset - 10 - index}"

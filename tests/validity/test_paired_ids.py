@@ -119,3 +119,29 @@ def test_harness_requests_get_ids_of_their_own(registry: SpecRegistry) -> None:
     assert (tickets[0].request_part, tickets[1].request_part) == (0, 1)
     ids = [rid for e in record.ledger for rid in e.record_ids]
     assert len(ids) == len(set(ids))
+
+
+def test_a_ticket_a_harness_retry_creates_is_numbered_in_the_agents_sequence(
+        registry: SpecRegistry) -> None:
+    """Under sdk_retry and rules the ticket a transparent retry created must not stand out (a
+    number 10,000 higher told the model that middleware had retried): it lies between the
+    numbers of the agent's neighbouring calls."""
+    base_seed = registry.template("incident_open").instantiate(0).base_seed
+    ids = IdFactory(base_seed)
+    for condition, mode in (("sdk_retry", "timeout_post"), ("rules", "http503")):
+        key = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
+                         fault_mode=mode)
+        record = run_episode(key, RunConfig(agent="scripted:blind_retry", condition=condition),
+                             registry=registry)
+        harness = [e for e in record.ledger
+                   if e.tool == "tickets_create" and e.origin == "harness"]
+        assert harness, condition
+        for effect in harness:
+            number = int(effect.record_ids[0].split("-")[1])
+            call = effect.request_seq
+            low = int(ids.ticket("OPS", call).split("-")[1])
+            high = int(ids.ticket("OPS", call + 1).split("-")[1])
+            assert low < number < high, (condition, effect.record_ids, low, high)
+            shown = [e for e in record.trace if e.origin == "agent"
+                     and e.tool == "tickets_create" and not e.is_error]
+            assert any(effect.record_ids[0] in str(e.response) for e in shown)
