@@ -65,7 +65,7 @@ PINNED: dict[str, str] = {
     "D-search-terms":
         "tests/world/test_world_consistency.py::test_a_search_term_finds_other_forms_of_its_word",
     "D-explicit-keyed":
-        "tests/world/test_world_services.py::test_explicit_docs_never_contradict_a_key",
+        "tests/world/test_world_services.py::test_explicit_keyed_docs_never_contradict_a_key",
     "D-superseded":
         "tests/validity/test_grader.py::test_reopening_a_resolved_ticket_undoes_the_status_change",
     "D-resolve-twice":

@@ -81,11 +81,32 @@ def test_keys_everywhere_adds_a_key_to_every_non_idempotent_write(registry: Spec
 
 
 @pytest.mark.parametrize("contract", ["native", "keys_everywhere"])
-def test_explicit_docs_never_contradict_a_key(registry: SpecRegistry, contract: str) -> None:
-    """SPEC §2.3 `explicit`: a write without key support is called not idempotent; a write
-    that accepts a key (natively, or every one under keys_everywhere) is told instead that a
-    call without a key creates a new record every time and that a retry must reuse the key."""
+def test_explicit_docs_warn_every_non_idempotent_write_as_the_paper_did(
+        registry: SpecRegistry, contract: str) -> None:
+    """SPEC §2.3 and Appendix A, paper E4: `explicit` appends "This operation is not
+    idempotent: every call that reaches the service creates a new <record>." to every
+    non-idempotent write, a write that accepts a key included."""
     catalog = registry.catalog(contract, "explicit")
+    plain = registry.catalog(contract, "default")
+    for name in NON_IDEMPOTENT:
+        tool = catalog.tools[name]
+        added = tool.description[len(plain.tools[name].description):].strip()
+        noun = tool.contract.record_noun
+        assert tool.description.startswith(plain.tools[name].description), name
+        assert added == ("This operation is not idempotent: every call that reaches the "
+                         f"service creates a new {noun}."), name
+    for name, tool in catalog.tools.items():
+        if name not in NON_IDEMPOTENT:
+            assert tool.description == plain.tools[name].description, name
+
+
+@pytest.mark.parametrize("contract", ["native", "keys_everywhere"])
+def test_explicit_keyed_docs_never_contradict_a_key(registry: SpecRegistry, contract: str
+                                                    ) -> None:
+    """`explicit_keyed`: a write without key support is called not idempotent; a write that
+    accepts a key (natively, or every one under keys_everywhere) is told instead that a call
+    without a key creates a new record every time and that a retry must reuse the key."""
+    catalog = registry.catalog(contract, "explicit_keyed")
     plain = registry.catalog(contract, "default")
     for name in NON_IDEMPOTENT:
         tool = catalog.tools[name]
