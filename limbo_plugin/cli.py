@@ -389,7 +389,11 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.baseline == "previous":
         previous = previous_records(args.records, resume=True)
         if previous is None:
-            raise UsageError(f"--baseline previous: {args.records} has no history/ beside it")
+            from limbo_plugin.report.records import history_dir
+
+            raise UsageError(f"--baseline previous: no earlier run of {args.records} in "
+                             f"{history_dir(args.records)}/ (a fresh pytest run moves the "
+                             "records it replaces there); give --baseline RECORDS")
         baseline = _records_file(str(previous), read_outcomes)
     elif args.baseline:
         baseline = _records_file(args.baseline, read_outcomes)

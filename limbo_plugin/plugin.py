@@ -934,6 +934,13 @@ class LimboController:
                                     or bool(session.shouldstop or session.shouldfail))
         if self.state.gate is not None:
             apply_gate(session, self.state, self.state.gate, exitstatus)
+        if self.state.collects_specs and not session.config.option.collectonly:
+            from limbo_plugin.report.runs import log_run
+
+            log_run(self.state.records_path, self.state.run_id,
+                    [str(a) for a in session.config.invocation_params.args],
+                    getattr(session.config.option, "file_or_dir", None) or [],
+                    len(self.state.outcomes))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,

@@ -2,20 +2,90 @@
 
 A fresh run moves the previous records file into ``history/`` (see
 :func:`limbo_plugin.report.records.rotate`); this lists each of those files with when it was
-written, the run id(s) in it, how many episodes, which agents and configurations, and the pass
-rate, so a user can pick a baseline or find the full run that a few ``-k`` runs followed.
+written, the run id(s) in it, how many episodes, the pass rate, its configuration (the agent and
+every field not at its default) and how the run selected its episodes (``-k``, ``-m``,
+``--experiment``…, from the run log the controller appends to), so a user can pick a baseline or
+find the full run that a few ``-k`` runs followed.
 """
 
 from __future__ import annotations
 
+import json
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from limbo_plugin.records import run_fingerprint
+from limbo_plugin.records import RUN_DEFAULTS, RUN_FIELDS, run_fingerprint
 from limbo_plugin.report.records import history_files, shown_path
+
+SELECTION_FLAGS = ("-k", "-m", "--experiment", "--limbo-shard", "--limbo-repeat", "--lf",
+                   "--ff", "--limbo-resume", "-x", "--maxfail")
+"""What of a pytest command line says which episodes a run ran (never model options, which
+may hold keys)."""
+
+
+def run_log(records: str | Path) -> Path:
+    """The log of the pytest sessions that wrote ``records`` (one JSON line each), beside it
+    like its summary; it is never rotated, so it covers the history too (``.log``, so a
+    ``*.jsonl`` glob of record files does not take it for one)."""
+    records = Path(records)
+    return records.with_name(f"{records.stem}.runs.log")
+
+
+def selection_of(args: Sequence[str], test_paths: Sequence[str]) -> list[str]:
+    """The selecting part of a pytest command line: the paths and node ids given, ``-k``,
+    ``-m``, ``--experiment``, shard, repeat and resume flags, each with its value."""
+    kept: list[str] = []
+    takes_value = {"-k", "-m", "--experiment", "--limbo-shard", "--limbo-repeat",
+                   "--maxfail"}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name = arg.split("=", 1)[0]
+        if name in takes_value and "=" not in arg and i + 1 < len(args):
+            kept += [arg, args[i + 1]]
+            i += 2
+            continue
+        if name in SELECTION_FLAGS or (arg[:2] in ("-k", "-m") and len(arg) > 2
+                                       and not arg.startswith("--")) or arg in test_paths:
+            kept.append(arg)
+        i += 1
+    return kept
+
+
+def log_run(records: str | Path, run_id: str, args: Sequence[str], test_paths: Sequence[str],
+            recorded: int) -> None:
+    """Append this session's selection to the run log (at the end of a run, Ctrl-C too)."""
+    log = run_log(records)
+    entry = {"run_id": run_id, "selection": selection_of(args, test_paths),
+             "recorded": recorded}
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
+    except OSError:
+        pass  # the listing loses a column; the run's records are what matter
+
+
+def read_run_log(records: str | Path) -> dict[str, dict[str, Any]]:
+    """Each logged run by its id; unreadable lines are skipped (a listing, not a check)."""
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        lines = run_log(records).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            found[str(entry["run_id"])] = entry
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found
 
 
 class _RunRow(BaseModel):
@@ -46,6 +116,26 @@ class RunFile:
     agents: list[str] = field(default_factory=list)
     configurations: int = 0
     unreadable: int = 0
+    values: dict[str, list[str]] = field(default_factory=dict)
+    """Each configuration field's values, in order of appearance."""
+    selections: list[str] = field(default_factory=list)
+    """How each of its runs selected episodes (from the run log), as a command line."""
+
+    @property
+    def configuration(self) -> str:
+        """The agent, then every other field that is not at its default (several values
+        joined by ``|``)."""
+        agents = self.values.get("agent", [])
+        parts = ["|".join(agents[:3]) + (f"|… ({len(agents)} agents)" if len(agents) > 3
+                                          else "")] if agents else []
+        for name in RUN_FIELDS:
+            shown = self.values.get(name, [])
+            if name != "agent" and shown and shown != [RUN_DEFAULTS[name]]:
+                parts.append(f"{name}={'|'.join(shown)}")
+        text = ", ".join(parts)
+        if self.configurations > 1:
+            text += f" ({self.configurations} configurations)"
+        return text
 
     @property
     def pass_rate(self) -> str:
@@ -72,6 +162,10 @@ def describe(path: Path) -> RunFile:
                 info.run_ids.append(row.run_id)
             if row.agent not in info.agents:
                 info.agents.append(row.agent)
+            for name in RUN_FIELDS:
+                values = info.values.setdefault(name, [])
+                if getattr(row, name) not in values:
+                    values.append(getattr(row, name))
             configurations.add(run_fingerprint(row))
             if row.error is not None:
                 info.errors += 1
@@ -88,25 +182,30 @@ def list_runs(records: str | Path) -> list[RunFile]:
     files = [*history_files(records)]
     if records.is_file():
         files.append(records)
-    return [describe(f) for f in reversed(files)]
+    log = read_run_log(records)
+    runs = [describe(f) for f in reversed(files)]
+    for run in runs:
+        for run_id in run.run_ids:
+            entry = log.get(run_id)
+            if entry is not None:
+                run.selections.append(shlex.join(entry.get("selection") or []) or "all")
+    return runs
 
 
 def render(runs: list[RunFile]) -> list[str]:
-    header = ("file", "written (UTC)", "run id", "episodes", "passed", "agents / configurations")
+    header = ("file", "written (UTC)", "run id", "episodes", "passed", "configuration",
+              "selection")
     table = [header]
     for run in runs:
         ids = run.run_ids[0] if run.run_ids else "—"
         if len(run.run_ids) > 1:
             ids += f" (+{len(run.run_ids) - 1} resumed)"
-        agents = ", ".join(run.agents[:3]) + (f", … ({len(run.agents)} agents)"
-                                               if len(run.agents) > 3 else "")
-        if run.configurations > len(run.agents):
-            agents += f"; {run.configurations} configurations"
         episodes = str(run.episodes) + (f" ({run.errors} errors)" if run.errors else "")
         if run.unreadable:
             episodes += f" [{run.unreadable} unreadable lines]"
         table.append((shown_path(run.path), f"{run.written:%Y-%m-%d %H:%M:%S}", ids, episodes,
-                      run.pass_rate, agents or "—"))
+                      run.pass_rate, run.configuration or "—",
+                      "; ".join(dict.fromkeys(run.selections)) or "—"))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     lines = []
     for i, row in enumerate(table):
