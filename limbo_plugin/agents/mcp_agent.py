@@ -19,7 +19,7 @@ from typing import Any
 from limbo_plugin.agents.base import AgentSession, EpisodeOver, InfrastructureError
 from limbo_plugin.agents.scripted import POLICIES, ScriptedAgent
 from limbo_plugin.contracts import ToolDefinition
-from limbo_plugin.server.launch import mcp_launch
+from limbo_plugin.server.launch import McpLaunch, mcp_launch
 from limbo_plugin.server.sandbox_http import SandboxServer, shared_sandbox
 from limbo_plugin.toolapi import ToolResult
 
@@ -39,7 +39,7 @@ class McpPolicyAgent:
     def run(self, session: AgentSession) -> None:
         sandbox = self._sandbox or shared_sandbox()
         with sandbox.episode(session) as lease, tempfile.TemporaryFile("w+") as errlog:
-            launch = mcp_launch(lease.url, lease.token)
+            launch = episode_launch(lease.url, lease.token)
             outcome = _drive(launch.command, list(launch.args), launch.env, errlog,
                              lambda remote: ScriptedAgent(self.policy).run(remote),
                              session)
@@ -47,6 +47,21 @@ class McpPolicyAgent:
             raise lease.failure
         if isinstance(outcome, BaseException):
             raise outcome
+
+
+def episode_launch(url: str, token: str) -> McpLaunch:
+    """How an episode starts its ``limbo mcp`` stdio server: through this worker's fork server
+    (:mod:`limbo_plugin.server.mcp_fork`), which has the SDK imported already, so an episode
+    costs tens of milliseconds, not the half second of a fresh ``limbo mcp``; where there is no
+    ``fork`` or no descriptor passing (Windows), as a fresh ``limbo mcp``."""
+    import os
+    import socket
+
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return mcp_launch(url, token)
+    from limbo_plugin.server.mcp_fork import shared_fork_server
+
+    return shared_fork_server().launch(url, token)
 
 
 def _drive(command: str, args: list[str], env: dict[str, str], errlog: Any,

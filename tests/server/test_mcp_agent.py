@@ -90,7 +90,7 @@ def test_an_mcp_server_that_will_not_start_is_an_infrastructure_error(
         return McpLaunch(command="python3", args=("-c", "import sys; sys.exit('no mcp here')"),
                          env={})
 
-    monkeypatch.setattr(mcp_agent, "mcp_launch", broken)
+    monkeypatch.setattr(mcp_agent, "episode_launch", broken)
     record = run_episode(_key("incident_open", "ticket", "timeout_post"),
                          RunConfig(agent="mcp:verify_first"), registry=registry)
     assert record.error is not None and record.error.startswith("infrastructure error: ")
