@@ -120,7 +120,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="limbo", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="limbo", description=__doc__.split("\n\n")[0].replace("``", ""))
     parser.add_argument("--version", action="version", version=f"limbo {_version()}")
     parser.add_argument("--specs", default=None, help="specs directory (default ./specs)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -164,8 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
     summary.set_defaults(handler=cmd_summary)
 
     gate = sub.add_parser("gate", help="apply a gate to a record file (exit 1 if it fails)")
-    gate.add_argument("gate")
-    gate.add_argument("--records", default=DEFAULT_RECORDS)
+    gate.add_argument("gate", metavar="GATE", help="a gate spec, e.g. specs/gates/release.yaml: "
+                      "thresholds on the family table and how to compare with a baseline")
+    gate.add_argument("--records", default=DEFAULT_RECORDS,
+                      help=f"the records to judge (default {DEFAULT_RECORDS})")
     gate.add_argument("--baseline", default=None,
                       help="records of an earlier run, or 'previous' (the latest in the "
                       "history of --records)")
@@ -262,9 +264,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             name = declared.name if isinstance(declared, Condition) else declared.form
             print(f"{name:22} {declared.description}")
     elif args.what == "policies":
-        from limbo_plugin.agents.scripted import POLICIES
+        from limbo_plugin.agents.scripted import DESCRIPTIONS, POLICIES
 
-        print("\n".join(f"scripted:{p}" for p in POLICIES))
+        print("\n".join(f"scripted:{p:16} {DESCRIPTIONS[p]}" for p in POLICIES))
     elif args.what == "experiments":
         for file in sorted((registry.root / "experiments").glob("*.yaml")):
             print(file.stem)
@@ -486,7 +488,11 @@ def print_record(record: EpisodeRecord) -> None:
     verdict = "PASS" if record.passed else ("XFAIL" if record.expected_failure else "FAIL")
     print(f"{record.episode_id}  [{verdict}]  agent={record.agent} contract={record.contract} "
           f"condition={record.condition}")
-    print(f"  fault fired: {record.fired}  {record.fault.model_dump()}")
+    fault = ", ".join(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
+                      for name, value in record.fault.model_dump(exclude_none=True).items()
+                      if name not in ("mode", "fired"))
+    print(f"  fault: {record.fault_mode}, fired: {'yes' if record.fired else 'no'}"
+          + (f" ({fault})" if fault else ""))
     print(f"  TS={record.ts} EOS={record.eos} duplicates={record.duplicates} "
           f"residual={record.residual_duplicates} collateral={record.collateral} "
           f"unrequested={record.unrequested} overclaim={record.overclaim}")

@@ -31,6 +31,16 @@ from limbo_plugin.templating import TemplateError, render
 from limbo_plugin.toolapi import ToolResult, canonical_json
 
 POLICIES = ("blind_retry", "verify_first", "same_key", "escalate_first", "no_retry")
+DESCRIPTIONS = {
+    "blind_retry": "re-issues the identical request on any error; never sends a key",
+    "verify_first": "on an ambiguous error waits out the documented lag and reads back; "
+                    "re-issues only if absent; sends no keys (the default agent)",
+    "same_key": "one idempotency key per intent on every keyable write, re-sent until "
+                "acknowledged; verify_first where no key is accepted",
+    "escalate_first": "escalates any ambiguous error and follows the operator; sends no keys",
+    "no_retry": "never re-issues by itself: notes the operation as uncertain and moves on",
+}
+"""One line per policy for ``limbo list policies`` (the module docstring has the detail)."""
 MAX_RESENDS = 8
 MAX_ESCALATIONS = 10
 DEFAULT_BACKOFF_S = 30

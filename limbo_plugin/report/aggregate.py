@@ -103,6 +103,13 @@ class Summary:
                 + "; ".join(parts) + ".") if parts else ""
 
 
+def natural_key(text: str) -> tuple[Any, ...]:
+    """Numbers inside names compare as numbers: ``wait_60`` before ``wait_3600``."""
+    import re
+
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
 def config_label(record: GradedEpisode) -> str:
     r = record
     return (f"agent={r.agent} contract={r.contract} docs={r.docs} instruction={r.instruction} "
@@ -139,7 +146,7 @@ def summarize(records: Iterable[GradedEpisode], *, family_order: Sequence[str]) 
     for measure in (DUPLICATE, EOS, TS, OVERCLAIM):
         summary.icc[measure.name] = {e or "—": round(book.rho(measure, [e]), 6)
                                      for e in book.experiments}
-    for label in sorted(by_group):
+    for label in sorted(by_group, key=natural_key):
         group = by_group[label]
         rank = {family: i for i, family in enumerate(family_order)}
         families = sorted({r.family for r in group},

@@ -47,12 +47,25 @@ def _type(prop: dict[str, Any]) -> str:
     return str(prop.get("type", "any"))
 
 
+def markdown(text: str) -> str:
+    """A docstring's reStructuredText as Markdown: ````x```` → `` `x` ``, and a Sphinx role
+    (``:class:`~a.b.C```, ``:attr:`A.b```) → its target as code (the last part under ``~``)."""
+    import re
+
+    def role(match: re.Match[str]) -> str:
+        target = match.group(1)
+        return f"`{target.rsplit('.', 1)[-1] if target.startswith('~') else target}`"
+
+    text = re.sub(r":[a-z]+:`([^`]+)`", role, " ".join(text.split()))
+    return text.replace("``", "`")
+
+
 def _table(model: dict[str, Any]) -> list[str]:
     rows = ["| field | type | meaning |", "|---|---|---|"]
     required = set(model.get("required", []))
     for name, prop in model["properties"].items():
         kind = _type(prop) + ("" if name in required else ", optional")
-        meaning = " ".join(str(prop.get("description", "")).split()).replace("|", "\\|")
+        meaning = markdown(str(prop.get("description", ""))).replace("|", "\\|")
         rows.append(f"| `{name}` | {kind} | {meaning} |")
     return rows
 
@@ -64,7 +77,7 @@ def field_tables() -> str:
     for name, model in sorted(schema.get("$defs", {}).items()):
         lines += ["", f"### {name}", ""]
         if model.get("description"):
-            lines += [" ".join(model["description"].split()), ""]
+            lines += [markdown(model["description"]), ""]
         lines += _table(model)
     return "\n".join([*lines, "", FIELDS_END]) + "\n"
 
