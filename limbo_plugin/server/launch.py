@@ -54,7 +54,7 @@ def mcp_launch(url: str, token: str) -> McpLaunch:
 
 @contextmanager
 def mcp_http_server(url: str, token: str, *, host: str = "127.0.0.1",
-                    startup_timeout_s: float = 60.0) -> Iterator[str]:
+                    startup_timeout_s: float = 300.0) -> Iterator[str]:
     """Run ``limbo mcp --transport streamable-http`` for one episode; yield its MCP URL.
 
     For agents that take an MCP server by URL rather than by command. The server picks a free

@@ -91,7 +91,11 @@ async def serve_stdio(client: SandboxClient) -> None:
 
 
 async def serve_http(client: SandboxClient, host: str, port: int) -> None:
-    """Serve streamable HTTP on ``host:port`` (0 picks a free port); the URL goes to stderr."""
+    """Serve streamable HTTP on ``host:port`` (0 picks a free port); the URL goes to stderr.
+
+    The socket listens before the URL is announced, so a client that connects the moment it
+    reads the line is queued by the kernel until uvicorn accepts it, never refused.
+    """
     import uvicorn
 
     server = build_server(client)
@@ -99,6 +103,7 @@ async def serve_http(client: SandboxClient, host: str, port: int) -> None:
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(socket.SOMAXCONN)
     bound = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     print(f"limbo mcp: serving streamable HTTP at http://{host}:{bound}{MCP_PATH}",

@@ -165,9 +165,9 @@ def test_concurrent_workers_agree_on_every_entry(tmp_path: Path) -> None:
                for w in range(4)]
     for worker in workers:
         worker.start()
-    results = [queue.get(timeout=30) for _ in workers]
+    results = [queue.get(timeout=300) for _ in workers]  # hang guards, minutes
     for worker in workers:
-        worker.join(timeout=30)
+        worker.join(timeout=300)
         assert worker.exitcode == 0
     stored = {key: json.loads(Cassette(tmp_path).entry_path(key).read_text())
               ["response"]["message"]["content"] for key in keys}

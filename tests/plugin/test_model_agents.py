@@ -4,7 +4,6 @@ failures are errors excluded from the statistics and re-run on resume."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -66,15 +65,14 @@ def test_provider_failure_is_an_error_excluded_and_rerun(project: pytest.Pyteste
 @pytest.mark.slow
 def test_a_hung_provider_through_pytest_under_xdist_ends_with_an_error(
         project: pytest.Pytester) -> None:
-    with OpenAIServer(lambda request: Reply(content="zzz", latency_s=60)) as server:
-        start = time.monotonic()
+    # The provider never answers within the test (ten minutes); only the episode limit can end
+    # the run, and the hang guard (runpytest's timeout) is minutes, not a speed check.
+    with OpenAIServer(lambda request: Reply(content="zzz", latency_s=600)) as server:
         result = project.runpytest_subprocess(
             "--experiment", "small", "-k", "ticket-timeout_late or charge_1-timeout_late",
             "-n", "2", "--agent", "litellm:openai/scripted",
             "--model-option", f"api_base={server.base_url}", "--model-option", "api_key=k",
-            "--limbo-episode-timeout", "2", timeout=60)
-        elapsed = time.monotonic() - start
+            "--limbo-episode-timeout", "2", timeout=300)
     result.assert_outcomes(errors=2)
     assert "exceeded its wall-clock limit of 2 s" in result.stdout.str()
     assert "Traceback" not in result.stdout.str()
-    assert elapsed < 45

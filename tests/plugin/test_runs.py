@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,18 +74,48 @@ def test_resume_after_an_interrupted_run(project: pytest.Pytester) -> None:
     assert sum(r["episodes"] for r in rows if r["family"] != "all_faulted") == 8
 
 
+PAUSE_AFTER = """
+import os
+import time
+from pathlib import Path
+
+started = 0
+
+
+def pytest_runtest_setup(item):
+    # With LIMBO_TEST_PAUSE_AFTER=N the run stops before episode N + 1 (a marker file says so)
+    # and waits there to be killed: the kill lands mid-run however fast or slow the machine is.
+    global started
+    started += 1
+    if started == int(os.environ.get("LIMBO_TEST_PAUSE_AFTER", "0")) + 1 > 1:
+        Path("paused").write_text("")
+        time.sleep(3600)
+"""
+
+
+def wait_for_pause(process: subprocess.Popen[Any], project: pytest.Pytester, lines: int) -> Path:
+    """Wait (a hang guard of minutes, not a speed check) until the run has paused after
+    ``lines`` episodes and their records are in the file; the records path."""
+    path = project.path / "reports" / "episodes.jsonl"
+    deadline = time.monotonic() + 300
+    while not ((project.path / "paused").exists() and path.exists()
+               and path.read_text().count("\n") >= lines):
+        assert process.poll() is None, "the run ended before it paused"
+        assert time.monotonic() < deadline, "the run never paused"
+        time.sleep(0.02)
+    return path
+
+
 @pytest.mark.slow
 def test_a_killed_run_keeps_every_finished_episode(project: pytest.Pytester) -> None:
     """SIGKILL mid-run: every line written is a complete record, and resume finishes the rest."""
+    project.makeconftest(PAUSE_AFTER)
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-k",
             "incident_open or invoice_batch or hotfix_long or release_announcement"]
     process = subprocess.Popen(args, cwd=project.path, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    path = project.path / "reports" / "episodes.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not path.exists() or
-                                           path.read_text().count("\n") < 20):
-        time.sleep(0.02)
+                               stderr=subprocess.DEVNULL,
+                               env={**os.environ, "LIMBO_TEST_PAUSE_AFTER": "20"})
+    path = wait_for_pause(process, project, 20)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     kept = records(path)
