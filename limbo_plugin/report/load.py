@@ -42,6 +42,8 @@ class _SlimTraceEntry(BaseModel):
 
     index: int
     t_start: float
+    t_end: float = 0.0
+    arguments: Any = None
     origin: str
     tool: str
     is_error: bool
@@ -130,6 +132,10 @@ class SpecFacts:
     family_order: tuple[str, ...]
     family_classes: Mapping[str, str | None]
     native_classes: Mapping[str, str]
+    mode_labels: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
+    """Each fault mode's ``(hidden_outcome, group, execute)``, as the fault spec states them."""
+    intent_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each write's intent fields (a re-issue repeats them) under the native contract."""
 
     @classmethod
     def of(cls, registry: SpecRegistry) -> SpecFacts:
@@ -139,9 +145,16 @@ class SpecFacts:
                              tool.accepts_key) if tool.is_write else None
             if label:
                 native[tool.name] = label
+        modes = {name: (mode.hidden_outcome, mode.group, mode.execute)
+                 for name, mode in registry.faults.items()}
+        intents = {tool.name: tuple(tool.contract.intent_fields)
+                   for tool in registry.catalog("native").tools.values() if tool.is_write}
         return cls(family_order=registry.family_order,
                    family_classes={f: registry.fault_class(f) for f in registry.family_order},
-                   native_classes=native)
+                   native_classes=native, mode_labels=modes, intent_fields=intents)
+
+    def mode_label(self, mode: str) -> tuple[str | None, str | None, str | None]:
+        return self.mode_labels.get(mode, (None, None, None))
 
     def family_rank(self, family: str) -> int:
         order = self.family_order
@@ -180,6 +193,13 @@ class EpisodeRow:
     family: str
     family_rank: int
     fault_class: str | None
+    hidden_outcome: str | None
+    """The mode's hidden outcome (``absent``, ``committed``, ``late``, ``partial``,
+    ``duplicated``, ``none``) as the fault spec states it: what tables select on."""
+    group: str | None
+    """The mode's observation-equivalence group (``T``, ``E``, ``S``, ``-``)."""
+    execute: str | None
+    """How the mode executes the request (``never``, ``now``, ``late``, …)."""
     contract: str
     docs: str
     instruction: str
@@ -203,6 +223,14 @@ class EpisodeRow:
     uncertain_count: int
     behaviour: str | None
     first_action: str | None
+    focal_keyed: bool | None
+    """Whether the agent's faulted call carried an idempotency key (``None``: not fired)."""
+    reissue_key: str | None
+    """The agent's first re-issue of the focal write (same tool, same intent fields):
+    ``reused`` (the first attempt's key), ``new_key`` (another key or none after a keyed
+    first attempt), ``no_key`` (the first attempt carried none); ``None``: no re-issue."""
+    reissue_after_s: float | None
+    """Simulated seconds from the faulted call's answer to that re-issue."""
     tool_calls: int
     harness_calls: int
     sim_seconds: float
@@ -259,14 +287,55 @@ def first_action(record: SlimRecord) -> str | None:
     return "reissue" if following == record.focal_tool else following
 
 
+KEY_PARAM = "idempotency_key"
+
+
+def _key_of(entry: _SlimTraceEntry) -> str | None:
+    args = entry.arguments
+    key = args.get(KEY_PARAM) if isinstance(args, dict) else None
+    return str(key) if key else None
+
+
+def reissue_of(record: SlimRecord, facts: SpecFacts
+               ) -> tuple[bool | None, str | None, float | None]:
+    """``(focal_keyed, reissue_key, reissue_after_s)`` from the agent's own calls (see
+    :class:`EpisodeRow`). A re-issue is a later agent call of the focal tool whose intent
+    fields equal the faulted call's (SPEC §5)."""
+    if not record.fired or record.fault.t_fired is None or record.focal_tool is None:
+        return None, None, None
+    calls = [e for e in record.trace if e.origin == "agent"]
+    at = next((i for i, e in enumerate(calls) if e.tool == record.focal_tool
+               and e.t_start == record.fault.t_fired), None)
+    if at is None:
+        return None, None, None
+    focal = calls[at]
+    keyed = _key_of(focal)
+    fields = facts.intent_fields.get(record.focal_tool, ())
+
+    def intent(entry: _SlimTraceEntry) -> tuple[Any, ...]:
+        args = entry.arguments if isinstance(entry.arguments, dict) else {}
+        return tuple(repr(args.get(f)) for f in fields)
+
+    again = next((e for e in calls[at + 1:] if e.tool == focal.tool
+                  and intent(e) == intent(focal)), None)
+    if again is None:
+        return keyed is not None, None, None
+    key = _key_of(again)
+    label = "no_key" if keyed is None else "reused" if key == keyed else "new_key"
+    return keyed is not None, label, again.t_start - focal.t_end
+
+
 def to_row(record: SlimRecord, facts: SpecFacts, source: int, offset: int, length: int
            ) -> EpisodeRow:
     usage = record.usage
+    hidden, group, execute = facts.mode_label(record.fault_mode)
+    keyed, reissue, after = reissue_of(record, facts)
     return EpisodeRow(
         experiment=record.experiment, arm=record.arm, repeat=record.repeat,
         episode_id=record.episode_id, template=record.template, instance=record.instance,
         focal_write=record.focal_write, fault_mode=record.fault_mode, family=record.family,
         family_rank=facts.family_rank(record.family), fault_class=facts.fault_class(record),
+        hidden_outcome=hidden, group=group, execute=execute,
         contract=record.contract, docs=record.docs,
         instruction=record.instruction, condition=record.condition, operator=record.operator,
         agent=record.agent, focal_tool=record.focal_tool,
@@ -279,7 +348,8 @@ def to_row(record: SlimRecord, facts: SpecFacts, source: int, offset: int, lengt
         duplicates=record.duplicates, residual_duplicates=record.residual_duplicates,
         overclaim=record.overclaim, final_status=record.final_status,
         uncertain_count=len(record.uncertain_operations), behaviour=record.behaviour,
-        first_action=first_action(record), tool_calls=record.tool_calls,
+        first_action=first_action(record), focal_keyed=keyed, reissue_key=reissue,
+        reissue_after_s=after, tool_calls=record.tool_calls,
         harness_calls=record.harness_calls, sim_seconds=record.sim_seconds,
         escalations=record.escalations,
         tokens=None if usage is None else usage.prompt_tokens + usage.completion_tokens,

@@ -218,6 +218,24 @@ def test_table4_real_fit_gives_the_whole_variance_to_the_deciding_factor(tmp_pat
     assert "| episodes | 16 | 8 | 8 |" in to_markdown(table)
 
 
+def test_table4_bottom_is_the_native_contract_only(tmp_path: Path) -> None:
+    """Fed E3 + E3k, as the README's reproduction does, Table 4 decomposes E3's native episodes:
+    E3k's keys-everywhere vanilla episodes are another contract, not a level of a factor."""
+    e3 = [r for agent, k in (("harness:copilot:m1", 4), ("litellm:m2", 1))
+          for mode in ("timeout_post", "timeout_late")
+          for r in cell(4, k, agent=agent, fault_mode=mode, experiment="e3",
+                        first_instance=10 * ("m2" in agent))]
+    e3k = [r for agent in ("harness:copilot:m1", "litellm:m2")
+           for r in cell(4, 0, agent=agent, fault_mode="timeout_late", experiment="e3k",
+                         contract="keys_everywhere", first_instance=20 + 10 * ("m2" in agent))]
+    alone = table4(rows_of(tmp_path, e3))
+    both = table4(load([write(tmp_path / "e3.jsonl", e3), write(tmp_path / "e3k.jsonl",
+                                                                    e3k)]).rows)
+    assert isinstance(alone, Table) and isinstance(both, Table)
+    assert both.rows == alone.rows
+    assert {r["factor"]: r["pooled"] for r in both.rows}["episodes"] == 16
+
+
 def test_equivalence_and_stability_real_values(tmp_path: Path) -> None:
     tool = "tickets_create"
     worlds = [record(fault_mode="timeout_pre", trace=_focal_then(tool, "tickets_list")),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from reportkit import cell, load, record, write
 
-from limbo_plugin.records import EpisodeRecord
+from limbo_plugin.records import EpisodeRecord, TraceEntry
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.render import to_csv, to_json, to_markdown
 from limbo_plugin.report.tables import build_tables
@@ -17,7 +17,7 @@ from limbo_plugin.report.tables.agents import table3
 from limbo_plugin.report.tables.base import RateCell, Skipped, Table
 from limbo_plugin.report.tables.behaviour import table_behaviour
 from limbo_plugin.report.tables.conditions import table7
-from limbo_plugin.report.tables.contracts import table5
+from limbo_plugin.report.tables.contracts import table5, table_contract_classes
 from limbo_plugin.report.tables.cue import table10
 from limbo_plugin.report.tables.harnesses import table8, table9
 from limbo_plugin.report.tables.overclaim import table_overclaim
@@ -48,8 +48,9 @@ def within_cell_rho(scope: Sequence[EpisodeRecord], test: Callable[[EpisodeRecor
     import statsmodels.formula.api as smf
 
     data = pd.DataFrame({"y": [float(test(r)) for r in scope],
-                         "cell": [f"{r.fingerprint()}/{r.family}" for r in scope],
-                         "group": [f"{r.fingerprint()}/{r.family}/{r.template}" for r in scope]})
+                         "cell": [f"{r.experiment}/{r.fingerprint()}/{r.family}" for r in scope],
+                         "group": [f"{r.experiment}/{r.fingerprint()}/{r.family}/{r.template}"
+                                   for r in scope]})
     if data["group"].nunique() == data["cell"].nunique() or data["y"].nunique() < 2:
         return 0.0
     within = smf.ols("y ~ C(group)", data).fit()
@@ -79,7 +80,8 @@ def check(got: object, k: int, n: int, cell_records: Sequence[EpisodeRecord],
     assert isinstance(got, RateCell)
     assert (got.k, got.n) == (k, n)
     assert got.rate == pytest.approx(k / n)
-    icc = within_cell_rho(scope, test)
+    experiments = {r.experiment for r in cell_records}  # ρ is estimated per experiment
+    icc = within_cell_rho([r for r in scope if r.experiment in experiments], test)
     expected = rate_with_interval(clusters(cell_records, test), icc=icc)
     assert (got.low, got.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
     assert got.low <= got.rate <= got.high
@@ -149,7 +151,58 @@ def test_table3_skipped_without_faulted_episodes(tmp_path: Path) -> None:
 
 
 # -- Table 5 -------------------------------------------------------------------------------------
-def test_table5_contract_class_by_variant_and_condition(tmp_path: Path) -> None:
+def test_table5_is_the_papers_families_by_contract_and_condition(tmp_path: Path) -> None:
+    """Rows are fault families, then the key-attachment share and EOS; columns native first,
+    vanilla first; only conditions run under both contracts; matched worlds per agent."""
+    def keyed_trace(key: bool) -> list:
+        arguments = {"project": "OPS", "title": "x", **({"idempotency_key": "k"} if key else {})}
+        return [TraceEntry(index=1, t_start=0.0, t_end=30.0, origin="agent",
+                           tool="tickets_create", arguments=arguments,
+                           response={"error": {"type": "timeout"}}, is_error=True)]
+
+    def late(k: int, templates: tuple[str, ...] = ("t1", "t2"), **kw: object
+             ) -> list[EpisodeRecord]:
+        return cell(4, k, fault_mode="timeout_late", templates=templates, **kw)
+
+    native_late = late(3, experiment="e2")
+    native_lost = cell(4, 0, fault_mode="timeout_post", experiment="e2", templates=("t1", "t2"))
+    native_guard = late(3, experiment="e2", condition="guard")
+    native_aware = late(0, experiment="e2", condition="aware")  # no keys_everywhere twin
+    keys_late = [r.model_copy(update={"trace": keyed_trace(i > 0)})
+                 for i, r in enumerate(late(1, experiment="e2k", contract="keys_everywhere"))]
+    keys_guard = late(0, experiment="e2k", contract="keys_everywhere", condition="guard")
+    keys_lost = cell(4, 0, fault_mode="timeout_post", experiment="e2k",
+                     contract="keys_everywhere", templates=("t1", "t2"))
+    extra = late(4, experiment="e2", templates=("t9",), first_instance=50)  # native only
+    everything = [*native_late, *native_lost, *native_guard, *native_aware, *keys_late,
+                  *keys_guard, *keys_lost, *extra]
+    table = table5(rows_of(tmp_path, everything))
+    assert isinstance(table, Table)
+    assert [c.key for c in table.columns] == [
+        "faults", "native|vanilla", "native|guard", "keys_everywhere|vanilla",
+        "keys_everywhere|guard"]
+    # lost_ack ran only without the guard: not a world every column has
+    assert [r["faults"] for r in table.rows] == [
+        "late_commit", "committed faults and redelivery",
+        "key attached (agent's faulted call)", "EOS (all fired faulted episodes)"]
+    late_row, total, key_row, eos_row = table.rows
+    scope = counted(everything)
+    check(late_row["native|vanilla"], 3, 4, native_late, scope, dup)  # t9 is not matched
+    check(late_row["keys_everywhere|vanilla"], 1, 4, keys_late, scope, dup)
+    check(late_row["keys_everywhere|guard"], 0, 4, keys_guard, scope, dup)
+    assert total["native|vanilla"].k == 3 and total["native|vanilla"].n == 4  # type: ignore[union-attr]
+    assert (key_row["keys_everywhere|vanilla"].k, key_row["keys_everywhere|vanilla"].n) == (
+        3, 4)  # type: ignore[union-attr]
+    assert eos_row["native|vanilla"].n == 4  # type: ignore[union-attr]
+    assert "12 episode(s) on worlds only some of them ran are left out" in " ".join(table.notes)
+
+
+def test_table5_skipped_without_two_contracts(tmp_path: Path) -> None:
+    result = table5(rows_of(tmp_path, cell(4, 1, fault_mode="timeout_late")))
+    assert isinstance(result, Skipped) and "two contract variants" in result.reason
+
+
+def test_contract_classes_line_up_across_variants(tmp_path: Path) -> None:
     strong_native = cell(6, 3, fault_mode="timeout_post", focal_tool="tickets_create")
     strong_keys = cell(6, 1, fault_mode="timeout_post", focal_tool="tickets_create",
                        contract="keys_everywhere", focal_idempotency="key_optional",
@@ -159,25 +212,22 @@ def test_table5_contract_class_by_variant_and_condition(tmp_path: Path) -> None:
     guarded = cell(4, 0, fault_mode="redelivery", focal_tool="email_send", condition="guard")
     ignored = cell(5, 5, fault_mode="timeout_pre")  # not a committed fault
     everything = [*strong_native, *strong_keys, *eventual, *guarded, *ignored]
-    table = table5(rows_of(tmp_path, everything))
+    table = table_contract_classes(rows_of(tmp_path, everything))
     assert isinstance(table, Table)
-    assert [c.key for c in table.columns] == ["contract_class", "keys_everywhere|vanilla",
-                                             "native|guard", "native|vanilla"]
+    assert [c.key for c in table.columns] == ["contract_class", "native", "keys_everywhere"]
     # tickets_create stays "non_idempotent_strong" under keys everywhere: rows line up.
     assert [r["contract_class"] for r in table.rows] == [
         "non_idempotent_strong", "non_idempotent_eventual", "all classes"]
     scope = counted(everything)
     strong, eventual_row, total = table.rows
-    check(strong["native|vanilla"], 3, 6, strong_native, scope, dup)
-    check(strong["keys_everywhere|vanilla"], 1, 6, strong_keys, scope, dup)
-    assert strong["native|guard"].n == 0  # type: ignore[union-attr]
-    check(eventual_row["native|vanilla"], 4, 4, eventual, scope, dup)
-    check(eventual_row["native|guard"], 0, 4, guarded, scope, dup)
-    check(total["native|vanilla"], 7, 10, [*strong_native, *eventual], scope, dup)
+    check(strong["native"], 3, 6, strong_native, scope, dup)
+    check(strong["keys_everywhere"], 1, 6, strong_keys, scope, dup)
+    check(eventual_row["native"], 4, 4, eventual, scope, dup)  # the guard is not vanilla
+    check(total["native"], 7, 10, [*strong_native, *eventual], scope, dup)
 
 
-def test_table5_skipped_without_committed_faults(tmp_path: Path) -> None:
-    result = table5(rows_of(tmp_path, cell(4, 1, fault_mode="http500_pre")))
+def test_contract_classes_skipped_without_committed_faults(tmp_path: Path) -> None:
+    result = table_contract_classes(rows_of(tmp_path, cell(4, 1, fault_mode="http500_pre")))
     assert isinstance(result, Skipped) and "committed-fault" in result.reason
 
 
@@ -227,7 +277,9 @@ def test_table7_conditions_with_costs(tmp_path: Path) -> None:
     vanilla_b = cell(4, 0, agent="litellm:b", tool_calls=8, escalations=2,
                      usage={"prompt_tokens": 300, "completion_tokens": 60})
     guard_a = cell(4, 1, agent="litellm:a", condition="guard", tool_calls=10, escalations=1)
-    baseline = [record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2)]
+    baseline = [record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2),
+                record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2,
+                       condition="guard")]
     everything = [*vanilla_a, *vanilla_b, *guard_a, *baseline]
     table = table7(rows_of(tmp_path, everything))
     assert isinstance(table, Table)
@@ -243,10 +295,36 @@ def test_table7_conditions_with_costs(tmp_path: Path) -> None:
     # Costs are over every episode of the row, the fault-free one included.
     assert a["episodes"] == 5 and a["tool_calls"] == pytest.approx((4 * 6 + 2) / 5)
     assert b["operator_min"] == pytest.approx(30.0)
-    assert guard["operator_min"] == pytest.approx(15.0)
+    assert guard["operator_min"] == pytest.approx(4 * 15.0 / 5)
     assert a["tokens"] == pytest.approx(120.0)  # the baseline recorded no usage
     assert pooled["tokens"] == pytest.approx((4 * 120 + 4 * 360) / 8)
     assert guard["tokens"] is None  # no usage recorded: empty, not zero
+
+
+def test_table7_compares_each_experiments_conditions_on_shared_worlds(tmp_path: Path
+                                                                      ) -> None:
+    """E2 (all writes, vanilla duplicates on the writes E4 does not run) beside E4 (two writes,
+    a paraphrased prompt): each experiment is its own block, and within a block an agent's
+    configurations share their worlds; E2's vanilla is never set against E4's paraphrase."""
+    e2_shared = cell(8, 0, agent="litellm:a", experiment="e2", templates=("t1", "t2"))
+    e2_more = cell(8, 8, agent="litellm:a", experiment="e2", templates=("t3", "t4"))
+    e2_guard = cell(8, 0, agent="litellm:a", experiment="e2", condition="guard",
+                    templates=("t1", "t2"))
+    e4_vanilla = cell(8, 1, agent="litellm:a", experiment="e4", templates=("t1", "t2"))
+    e4_paraphrase = cell(8, 1, agent="litellm:a", experiment="e4", condition="paraphrase_1",
+                         templates=("t1", "t2"))
+    everything = [*e2_shared, *e2_more, *e2_guard, *e4_vanilla, *e4_paraphrase]
+    table = table7(rows_of(tmp_path, everything))
+    assert isinstance(table, Table)
+    assert [(r["experiment"], r["condition"]) for r in table.rows] == [
+        ("e2", "vanilla"), ("e2", "guard"), ("e4", "vanilla"), ("e4", "paraphrase_1")]
+    e2_vanilla, _, e4_plain, e4_para = table.rows
+    # E2's guard ran only t1, t2: vanilla is compared on those worlds (0/8, not 8/16).
+    check(e2_vanilla["duplicate_rate"], 0, 8, e2_shared, counted(everything), dup)
+    check(e4_plain["duplicate_rate"], 1, 8, e4_vanilla, counted(everything), dup)
+    check(e4_para["duplicate_rate"], 1, 8, e4_paraphrase, counted(everything), dup)
+    assert "e2: Compared on the worlds every configuration has (per agent): 8 episode(s)" \
+        in " ".join(table.notes)
 
 
 def test_table7_skipped_with_one_condition(tmp_path: Path) -> None:
@@ -286,19 +364,14 @@ def test_variant_episodes_are_their_own_rows_never_pooled_into_their_condition(
         ("vanilla", "no_consistency_docs", "default")]
     check(six.rows[1]["duplicate_rate"], 4, 4, no_cue, scope, dup)
 
-    five = table5(rows)
-    assert isinstance(five, Table)
-    assert [c.key for c in five.columns][1:] == [
-        "native|guard|default|default|unresponsive",
-        "native|vanilla|default|default|truthful", "native|vanilla|default|no_cue|truthful",
-        "native|vanilla|no_consistency_docs|default|truthful"]
-    check(five.rows[-1]["native|vanilla|default|default|truthful"], 1, 4, plain, scope, dup)
+    five = table5(rows)  # one contract variant: nothing for Table 5 to compare
+    assert isinstance(five, Skipped)
 
 
 def test_without_variants_the_tables_keep_their_columns(tmp_path: Path) -> None:
     rows = rows_of(tmp_path, [*cell(4, 1, fault_mode="timeout_late"),
                               *cell(4, 0, fault_mode="timeout_late", condition="guard")])
-    for table in (table5(rows), table6(rows), table7(rows)):
+    for table in (table6(rows), table7(rows)):
         assert isinstance(table, Table)
         assert not {"docs", "instruction", "operator"} & {c.key for c in table.columns}
 
@@ -425,7 +498,7 @@ def test_writers_agree_on_numbers(tmp_path: Path) -> None:
 def test_every_table_is_a_table_or_a_reason(tmp_path: Path) -> None:
     results = build_tables(rows_of(tmp_path, cell(4, 1)))
     ids = [r.id for r in results]
-    assert len(ids) == len(set(ids)) == 14
+    assert len(ids) == len(set(ids)) == 15
     for result in results:
         if isinstance(result, Skipped):
             assert result.reason and "\n" not in result.reason

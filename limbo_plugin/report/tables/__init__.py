@@ -14,7 +14,7 @@ from limbo_plugin.report.tables.agents import table3
 from limbo_plugin.report.tables.base import Result, Skipped, Table
 from limbo_plugin.report.tables.behaviour import table_behaviour
 from limbo_plugin.report.tables.conditions import table7
-from limbo_plugin.report.tables.contracts import table5
+from limbo_plugin.report.tables.contracts import table5, table_contract_classes
 from limbo_plugin.report.tables.cue import table10
 from limbo_plugin.report.tables.equivalence import table_equivalence, table_stability
 from limbo_plugin.report.tables.harnesses import table8, table9
@@ -33,6 +33,7 @@ def _rows_only(fn: Callable[[Sequence[EpisodeRow]], Result]) -> Generator:
 
 GENERATORS: list[Generator] = [
     _rows_only(table3), _rows_only(table4), _rows_only(table_h1), _rows_only(table5),
+    _rows_only(table_contract_classes),
     _rows_only(table6), _rows_only(table7), _rows_only(table8), _rows_only(table9),
     _rows_only(table10), _rows_only(table_behaviour), _rows_only(table_overclaim),
     _rows_only(table_stakes),

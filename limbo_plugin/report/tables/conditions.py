@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from limbo_plugin.report.facets import variant_rank, variant_values, varying_variants
-from limbo_plugin.report.icc import DUPLICATE, EOS, TS, book_of
+from limbo_plugin.report.icc import DUPLICATE, EOS, TS, IccBook, book_of
 from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.matching import on_shared_worlds
 from limbo_plugin.report.tables.base import (
     Column,
     Result,
@@ -40,16 +41,26 @@ def condition_rank(condition: str) -> tuple[int, int, str]:
     return (ORDER.index(condition) if condition in ORDER else len(ORDER), 0, condition)
 
 
+def experiment_name(row: EpisodeRow) -> str:
+    return row.experiment or "—"
+
+
 def table7(rows: Sequence[EpisodeRow]) -> Result:
-    conditions = sorted({r.condition for r in rows}, key=condition_rank)
-    if len(conditions) < 2:
+    """One block per experiment (a condition is compared with the conditions its experiment ran
+    on the same worlds, never with another experiment's), each on the worlds every compared
+    configuration of an agent has."""
+    blocks = {name: members for name, members in sorted(group(rows, experiment_name).items())
+              if len({r.condition for r in members}) > 1}
+    if not blocks:
+        conditions = sorted({r.condition for r in rows}, key=condition_rank)
         return Skipped(ID, TITLE, "needs episodes under at least two conditions (found only "
                        f"{', '.join(conditions) or 'none'})")
     book = book_of(rows)
-    contracts = sorted({r.contract for r in rows}, key=lambda c: (c != "native", c))
-    variants = varying_variants(rows)
-    agents = sorted({r.agent for r in rows})
-    columns = [Column("condition", "condition")]
+    scope = [r for members in blocks.values() for r in members]
+    contracts = sorted({r.contract for r in scope}, key=lambda c: (c != "native", c))
+    variants = varying_variants(scope)
+    columns = [Column("experiment", "experiment")] if len(blocks) > 1 else []
+    columns.append(Column("condition", "condition"))
     if len(contracts) > 1:
         columns.append(Column("contract", "contract"))
     columns += [Column(name, name) for name in variants]
@@ -60,34 +71,50 @@ def table7(rows: Sequence[EpisodeRow]) -> Result:
                 Column("tokens", "tokens", "float", digits=0)]
     table = Table(ID, TITLE, "Per condition: exactly-once success, duplicate rate and task "
                   "success over fired faulted episodes; mean tool calls, operator minutes "
-                  "(escalations × 15) and tokens per episode.", columns)
+                  "(escalations × 15) and tokens per episode. Each experiment's conditions are "
+                  "compared on the worlds they share.", columns)
+    for experiment, members in blocks.items():
+        matched = on_shared_worlds(members, lambda r: (r.condition, r.contract,
+                                                       variant_values(r, variants)))
+        _block(table, matched.rows, book, contracts, variants,
+               {"experiment": experiment} if len(blocks) > 1 else {})
+        prefix = f"{experiment}: " if len(blocks) > 1 else ""
+        table.notes.append(prefix + matched.note("configuration"))
+    skipped = sorted(set(group(rows, experiment_name)) - set(blocks))
+    if skipped:
+        table.notes.append("Experiments with a single condition are not in this table: "
+                           + ", ".join(skipped) + ".")
+    table.notes.append(icc_note(book, EOS, DUPLICATE, TS) + " Tokens are shown where the "
+                       "agent recorded usage (model agents), never as zero.")
+    return table
+
+
+def _block(table: Table, rows: Sequence[EpisodeRow], book: IccBook, contracts: Sequence[str],
+           variants: Sequence[str], label: dict[str, str]) -> None:
+    conditions = sorted({r.condition for r in rows}, key=condition_rank)
+    agents = sorted({r.agent for r in rows})
     by_cell = group(rows, lambda r: (r.condition, r.contract, variant_values(r, variants)))
     combinations = sorted({v for _, _, v in by_cell}, key=lambda v: variant_rank(v, variants))
     for condition, contract, values in ((c, k, v) for c in conditions for k in contracts
                                         for v in combinations):
         members = by_cell.get((condition, contract, values), [])
-        if members:
-            present = [a for a in agents if any(r.agent == a for r in members)]
-            labels = [*present, ALL_AGENTS] if len(present) > 1 else present
-            for agent in labels:
-                mine = members if agent == ALL_AGENTS else [r for r in members
-                                                            if r.agent == agent]
-                if not mine:
-                    continue
-                hit = [r for r in mine if r.faulted]
-                tokens = [r.tokens for r in mine if r.tokens is not None]
-                cells: dict = {"condition": condition, "agent": agent, "episodes": len(mine),
-                               "eos": rate(hit, EOS, book),
-                               "duplicate_rate": rate(hit, DUPLICATE, book),
-                               "ts": rate(hit, TS, book),
-                               "tool_calls": mean(r.tool_calls for r in mine),
-                               "operator_min": mean(r.escalations * OPERATOR_MINUTES
-                                                    for r in mine),
-                               "tokens": mean(float(t) for t in tokens)}
-                if len(contracts) > 1:
-                    cells["contract"] = contract
-                cells.update(zip(variants, values, strict=True))
-                table.rows.append(cells)
-    table.notes.append(icc_note(book, EOS, DUPLICATE, TS) + " Tokens are shown where the "
-                       "agent recorded usage (model agents), never as zero.")
-    return table
+        if not members:
+            continue
+        present = [a for a in agents if any(r.agent == a for r in members)]
+        labels = [*present, ALL_AGENTS] if len(present) > 1 else present
+        for agent in labels:
+            mine = members if agent == ALL_AGENTS else [r for r in members if r.agent == agent]
+            hit = [r for r in mine if r.faulted]
+            tokens = [r.tokens for r in mine if r.tokens is not None]
+            cells: dict = {**label, "condition": condition, "agent": agent,
+                           "episodes": len(mine),
+                           "eos": rate(hit, EOS, book),
+                           "duplicate_rate": rate(hit, DUPLICATE, book),
+                           "ts": rate(hit, TS, book),
+                           "tool_calls": mean(r.tool_calls for r in mine),
+                           "operator_min": mean(r.escalations * OPERATOR_MINUTES for r in mine),
+                           "tokens": mean(float(t) for t in tokens)}
+            if len(contracts) > 1:
+                cells["contract"] = contract
+            cells.update(zip(variants, values, strict=True))
+            table.rows.append(cells)
