@@ -33,3 +33,10 @@ def register(sub: Any) -> None:
                             "LOG` counts the duplicates")
     proxy.add_arguments(parser)
     parser.set_defaults(handler=_handler("limbo_plugin.realmcp.proxy", "limbo proxy"))
+    from limbo_plugin.realmcp import guard
+
+    parser = sub.add_parser("guard", help="serve an MCP server's tools through the paper's "
+                            "guard (keys, consistency, block, annotate), configured from "
+                            "limbo audit")
+    guard.add_arguments(parser)
+    parser.set_defaults(handler=_handler("limbo_plugin.realmcp.guard", "limbo guard"))

@@ -5,9 +5,11 @@ The file (YAML or JSON) has the audit's ``tools`` list; per write tool the guard
 query: ``tool``, ``args`` and ``match`` templated over the write's arguments, ``items`` the list
 in its result or ``"*"`` for any, ``per_item`` for a batch argument) and ``lag_s`` (the read
 path's documented lag), and optionally ``intent`` (the arguments that make two calls the same
-intent; default: all but the key). Tools the file does not name keep the audit's verdicts from
-the live listing. Top-level ``wait_tool`` names an upstream tool that lets time pass (Limbo's
-sandbox has ``wait``; a real server does not need one: the guard sleeps).
+intent; default: all but the key), ``batch`` (the list argument of a batch write, whose missing
+rows alone are re-sent) and ``noun`` (what it creates, for the guard's messages). Tools the
+file does not name keep the audit's verdicts from the live listing. Top-level ``wait_tool``
+names an upstream tool that lets time pass (Limbo's sandbox has ``wait``; a real server does not
+need one: the guard sleeps).
 
 From it come the :class:`~limbo_plugin.contracts.ToolDefinition` s the benchmark's middleware
 reads, so ``limbo guard`` runs the same guard code as ``--condition guard``.
@@ -42,6 +44,8 @@ class GuardTool(BaseModel):
     verify: ReadBack | None = None
     lag_s: int | None = None
     intent: list[str] | None = None
+    batch: str | None = None
+    noun: str = "record"
 
 
 class GuardConfig(BaseModel):
@@ -116,7 +120,8 @@ def contract_of(entry: GuardTool, schema: dict[str, Any]) -> ToolContract:
     try:
         return ToolContract(read_only_hint=not entry.writes, idempotent_hint=entry.idempotent,
                             idempotency=idempotency, intent_fields=intent, key_param=key,
-                            read_back=entry.verify, visibility_lag_s=entry.lag_s or 0)
+                            read_back=entry.verify, visibility_lag_s=entry.lag_s or 0,
+                            batch_field=entry.batch, record_noun=entry.noun)
     except ValidationError as exc:
         raise ConfigError(f"tool {entry.tool}: {exc.errors()[0]['msg']}") from None
 

@@ -1,0 +1,224 @@
+"""``limbo guard``: the paper's guard as an MCP server in front of any MCP server.
+
+It lists the upstream's tools unchanged (less their output schemas, which the guard's own answers
+do not follow) and passes every call through the very middleware that
+``--condition guard`` puts around the benchmark's transport
+(:func:`~limbo_plugin.conditions.guard.build_guard`), with its four components:
+
+- ``key``: attach an idempotency key where the tool accepts one and pin one key per intent, so a
+  retry of the same intent carries the same key;
+- ``consistency``: verify through the tool's read-back only once its documented lag has passed;
+- ``block``: refuse an identical retry of a write with neither key nor read-back after an
+  ambiguous failure, until the agent has escalated;
+- ``annotate``: say on an ambiguous answer that the outcome is unknown (the paper's note).
+
+Which tools write, take keys and can be read back comes from ``limbo audit --json``, edited in
+the ``--config`` file where the audit guessed (see :mod:`~limbo_plugin.realmcp.config`). An
+ambiguous failure is a timeout or a 5xx in Limbo's error shape (as ``limbo proxy`` and Limbo's
+sandbox answer), or the upstream not answering within ``--call-timeout``. Time passes on the
+wall clock; with ``wait_tool`` in the config it passes by calling that upstream tool instead
+(Limbo's sandbox, whose clock is simulated). The guard cannot read the upstream's clock, so it
+waits a write's whole lag after the retry arrives: never less than the benchmark's guard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, cast
+
+from limbo_plugin.realmcp.audit import command_after_dashes
+from limbo_plugin.realmcp.config import ConfigError, GuardConfig, definitions, load_config
+from limbo_plugin.realmcp.results import to_mcp_result, to_tool_result
+from limbo_plugin.realmcp.serving import add_serving_arguments, serve
+from limbo_plugin.realmcp.upstream import (
+    Upstream,
+    UpstreamError,
+    connect,
+    describe,
+    list_tools,
+    upstream_from_args,
+)
+from limbo_plugin.toolapi import ToolCall, ToolResult, tool_error
+
+DEFAULT_CALL_TIMEOUT_S = 300.0
+
+
+class WallClock:
+    """The guard's clock on a real server: monotonic seconds; time passes by sleeping."""
+
+    def __init__(self) -> None:
+        self._start = time.monotonic()
+
+    @property
+    def now(self) -> float:
+        return time.monotonic() - self._start
+
+    def advance(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def advance_to(self, t: float) -> None:
+        self.advance(t - self.now)
+
+
+class UpstreamWaitClock:
+    """Time passes by calling the upstream's ``wait`` tool (whole seconds); ``now`` counts the
+    seconds waited, a lower bound of the upstream time that has passed since the guard began."""
+
+    def __init__(self, transport: UpstreamTransport, tool: str) -> None:
+        self._transport, self._tool = transport, tool
+        self.now = 0.0
+
+    def advance(self, seconds: float) -> None:
+        whole = math.ceil(seconds)
+        if whole <= 0:
+            return
+        self._transport.call(ToolCall(name=self._tool, arguments={"seconds": whole},
+                                      origin="harness"))
+        self.now += whole
+
+    def advance_to(self, t: float) -> None:
+        self.advance(t - self.now)
+
+
+class _ClockHolder:
+    """What :class:`HarnessEnv` takes a world for: only its clock."""
+
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+
+
+class UpstreamTransport:
+    """The innermost caller: each call goes to the upstream server (from the guard's worker
+    thread into the event loop that owns the client)."""
+
+    def __init__(self, client: Any, timeout_s: float) -> None:
+        self.client, self.timeout_s = client, timeout_s
+
+    def call(self, call: ToolCall) -> ToolResult:
+        import anyio.from_thread
+
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        try:
+            result = anyio.from_thread.run(self._call, str(call.name), arguments)
+        except TimeoutError:
+            return tool_error("timeout", f"the upstream server did not answer within "
+                              f"{self.timeout_s:g}s")
+        except Exception as exc:
+            return tool_error("upstream", f"the call could not be forwarded: {describe(exc)}")
+        return to_tool_result(result)
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+        import anyio
+
+        with anyio.fail_after(self.timeout_s):
+            return await self.client.call_tool(name, arguments)
+
+
+def build(client: Any, listed: list[Any], config: GuardConfig, *, timeout_s: float,
+          without: Sequence[str] = ()) -> Any:
+    """The guard's caller chain over ``client`` (the same assembly as ``--condition guard``)."""
+    from limbo_plugin.conditions.base import HarnessEnv
+    from limbo_plugin.conditions.guard import build_guard
+
+    transport = UpstreamTransport(client, timeout_s)
+    clock: Any = (UpstreamWaitClock(transport, config.wait_tool) if config.wait_tool
+                  else WallClock())
+    env = HarnessEnv(tools=definitions(listed, config), world=cast(Any, _ClockHolder(clock)))
+    return build_guard(transport, env, without=without)
+
+
+async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
+    import anyio.to_thread
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    config = load_config(args.config)
+    async with connect(upstream) as client:
+        tools = await list_tools(client, upstream)
+        names = {t.name for t in tools}
+        unknown = [t.tool for t in config.tools if t.tool not in names]
+        if config.wait_tool and config.wait_tool not in names:
+            unknown.append(config.wait_tool)
+        if unknown and not args.allow_missing:
+            raise ConfigError(f"{args.config}: names tools the server does not list: "
+                              f"{', '.join(unknown[:5])} (--allow-missing to go on)")
+        guard = build(client, tools, config, timeout_s=args.call_timeout,
+                      without=args.without)
+        lock = threading.Lock()  # one call at a time: the guard remembers what it sent
+
+        def guarded(name: str, arguments: Any) -> ToolResult:
+            with lock:
+                return cast(ToolResult, guard.call(ToolCall(name=name, arguments=arguments)))
+
+        # Listed unchanged but for the output schema: an answer the guard makes up (a record
+        # found by a read-back, a refusal) does not follow it, and clients reject such answers.
+        listing = [t.model_copy(update={"output_schema": None}) for t in tools]
+
+        async def on_list(ctx: Any, params: Any) -> Any:
+            return types.ListToolsResult(tools=listing)
+
+        async def on_call(ctx: Any, params: Any) -> Any:
+            arguments = {} if params.arguments is None else params.arguments
+            result = await anyio.to_thread.run_sync(guarded, params.name, arguments)
+            return to_mcp_result(result)
+
+        info = client.server_info
+        server = Server(getattr(info, "name", None) or "limbo-guard",
+                        version=getattr(info, "version", None) or "",
+                        on_list_tools=on_list, on_call_tool=on_call)
+        await serve(server, args.transport, args.host, args.port, "limbo guard")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from limbo_plugin.conditions.guard import GUARD_COMPONENTS
+
+    parser.add_argument("--config", default=None, help="limbo audit --json output, edited "
+                        "(default: the audit of the live listing)")
+    parser.add_argument("--without", action="append", default=[], choices=GUARD_COMPONENTS,
+                        metavar="COMPONENT", help="switch a component off (repeatable): "
+                        f"{', '.join(GUARD_COMPONENTS)}")
+    parser.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT_S,
+                        metavar="SECONDS", help="an upstream call not answered by then is an "
+                        f"ambiguous timeout (default {DEFAULT_CALL_TIMEOUT_S:g})")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="go on when the config names tools the server does not list")
+    parser.add_argument("--url", default=None, help="a streamable HTTP upstream")
+    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
+    add_serving_arguments(parser)
+    parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
+                        help="the stdio server to guard")
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    try:
+        load_config(args.config)
+        upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
+                                      args.header)
+        anyio.run(run_guard, upstream, args)
+    except (ValueError, ConfigError) as exc:
+        print(f"limbo guard: {exc}", file=sys.stderr)
+        return 2
+    except UpstreamError as exc:
+        print(f"limbo guard: cannot guard {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="limbo guard", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""``limbo guard``: the benchmark's guard in front of a real server (and of Limbo's own sandbox,
+where ``--condition guard`` gives the answer it must match)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from guard_equivalence import compare, sandbox_guard_config
+from realkit import (
+    ADA,
+    MEMORY_VERIFY,
+    drive_policy,
+    limbo,
+    proxy_command,
+    real_server,
+    report_json,
+)
+
+from limbo_plugin.conditions.vbr import BLOCKED
+from limbo_plugin.records import EpisodeKey
+
+LOST_ACK = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
+                      fault_mode="timeout_post")
+LATE = EpisodeKey(template="release_announcement", instance=0, focal_write="email",
+                  fault_mode="timeout_late")
+KEYED_LOST_ACK = EpisodeKey(template="cross_post", instance=0, focal_write="post_mastodon",
+                            fault_mode="timeout_post")
+
+
+@pytest.fixture(scope="module")
+def sandbox_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("guard") / "sandbox-guard.json"
+    path.write_text(json.dumps(sandbox_guard_config()))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", [LOST_ACK, LATE, KEYED_LOST_ACK],
+                         ids=["lost_ack", "late_commit", "keyed_lost_ack"])
+def test_limbo_guard_gives_the_records_of_condition_guard(key, sandbox_config) -> None:
+    inside, outside = compare(key, sandbox_config)
+    inside.pop("behaviour"), outside.pop("behaviour")
+    assert inside["fired"] is True
+    assert outside == inside
+    if key.fault_mode == "timeout_post":  # a read-back or a key settles a lost ack
+        assert inside["duplicates"] == 0
+
+
+def _memory_env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}
+
+
+def _guarded(tmp_path: Path, config: Path | None, mode: str = "timeout_post") -> tuple:
+    log = tmp_path / "proxy.jsonl"
+    behind = proxy_command(mode, log, [real_server("memory")])
+    guard = ["python", "-m", "limbo_plugin.cli", "guard",
+             *(["--config", str(config)] if config else []), "--", *behind]
+    done = drive_policy("blind_retry", guard, [("create_entities", ADA)],
+                        env=_memory_env(tmp_path))
+    return done, report_json(log)["create_entities"]
+
+
+@pytest.mark.slow
+def test_in_front_of_the_guard_blind_retry_is_verified_not_duplicated(tmp_path) -> None:
+    config = tmp_path / "memory.yaml"
+    config.write_text(MEMORY_VERIFY)
+    done, counts = _guarded(tmp_path, config)
+    assert (counts["faulted"], counts["duplicated"], counts["verified"]) == (1, 0, 1)
+    first, retry = done.calls[0][2], done.calls[1][2]
+    assert first.error_type == "timeout" and "harness_note" in first.content  # annotate
+    assert not retry.is_error and "harness_note" in retry.content  # answered from read-back
+    assert retry.content["name"] == "Ada"
+
+
+@pytest.mark.slow
+def test_without_a_read_back_the_guard_blocks_the_retry(tmp_path) -> None:
+    done, counts = _guarded(tmp_path, None)  # the audit found no read-back query to run
+    assert (counts["faulted"], counts["duplicated"], counts["left"]) == (1, 0, 1)
+    refused = [answer for name, _, answer in done.calls if name == "create_entities"][1]
+    assert refused.error_type == BLOCKED and "escalate_to_human" in refused.text()
+
+
+def test_guard_start_errors_are_one_line(tmp_path) -> None:
+    done = limbo("guard", "--", "python", "-c", "import sys; sys.exit('no credentials')")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "cannot guard" in done.stderr and "no credentials" in done.stderr
+    bad = tmp_path / "guard.yaml"
+    bad.write_text("tools:\n  - tool: x\n    writes: maybe\n")
+    done = limbo("guard", "--config", str(bad), "--", "python", "-c", "pass")
+    assert done.returncode == 2 and str(bad) in done.stderr and "writes" in done.stderr
