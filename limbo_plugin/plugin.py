@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay c
     from limbo_plugin.agents.registry import AgentPlan
     from limbo_plugin.experiments import Episode, EpisodeLabels, Experiment
     from limbo_plugin.records import EpisodeRecord
+    from limbo_plugin.report.custody import RecordsLock
     from limbo_plugin.report.gate import GateResult, GateSpec
     from limbo_plugin.report.outcomes import Outcome
     from limbo_plugin.report.records import CostMeter, RecordWriter
@@ -178,6 +179,11 @@ class LimboState:
         self.notices: list[str] = []
         """What the user must know before the run (records moved, a torn line repaired)."""
         self.rotated_to: Path | None = None
+        self.records_lock: RecordsLock | None = None
+        self.write_failed = False
+        self.late_notices: list[str] = []
+        """What went wrong during the run that the user must know (printed at its end)."""
+        """The records file could not take a line (a full disk): nothing more is written."""
         self.overrides = {name: option(config, name) for name in RUN_FIELDS}
         self._defaults: RunConfig | None = None
         if self.collects_specs:
@@ -397,32 +403,82 @@ def pytest_configure(config: pytest.Config) -> None:
 def prepare_controller(config: pytest.Config, state: LimboState) -> None:
     """Everything that can go wrong with the records, the baseline and the gate is found here,
     before the first episode runs (with a real model, a wasted budget otherwise)."""
-    from limbo_plugin.report.outcomes import scan_outcomes
-    from limbo_plugin.report.records import (
-        check_records_path,
-        repair_torn_tail,
-        rotate,
-    )
+    from limbo_plugin.report.records import check_records_path
 
     check_records_path(state.records_path)
+    writes_records = state.resume or (state.collects_specs and not config.option.collectonly)
+    if writes_records:
+        take_custody(state)
+    try:
+        check_before_run(config, state)
+    except BaseException:
+        if state.records_lock is not None:
+            state.records_lock.release()
+        raise
+
+
+def check_before_run(config: pytest.Config, state: LimboState) -> None:
+    from limbo_plugin.report.outcomes import scan_outcomes
+    from limbo_plugin.report.records import repair_torn_tail, rotate
+
     if state.gate_path is not None:
         state.gate = load_gate_option(state)
     if state.baseline_option is not None:
         state.baseline_path, state.baseline = load_baseline(state)
     if state.resume:
-        repaired = repair_torn_tail(state.records_path)
-        if repaired:
-            state.notices.append(repaired)
         try:
             state.remember_done(scan_outcomes(state.records_path).records)
         except LimboError as exc:
             raise UsageError(f"--limbo-resume: {exc}; fix or remove that line") from None
+        check_resumed_configuration(state)
+        repaired = repair_torn_tail(state.records_path)
+        if repaired:
+            state.notices.append(repaired)
     elif not config.option.collectonly and state.collects_specs:
         moved = rotate(state.records_path)
         if moved is not None:
             state.rotated_to = moved
             state.notices.append(f"the previous records {shown_path(state.records_path)} were "
                                  f"moved to {shown_path(moved)}")
+
+
+def take_custody(state: LimboState) -> None:
+    """The records path holds nothing but Limbo's records, and this run alone writes there:
+    its lock is held to the end of the process (another run on the same file stops here)."""
+    from limbo_plugin.report.custody import RecordsLock, require_own_file
+
+    require_own_file(state.records_path, "--limbo-records")
+    lock = RecordsLock(state.records_path)
+    lock.acquire()
+    state.records_lock = lock
+
+
+def check_resumed_configuration(state: LimboState) -> None:
+    """A resumed run appends to the file only episodes of the configurations it was started
+    with: a resume with other options (a forgotten ``--agent``) would mix two studies."""
+    from limbo_plugin.experiments import find_experiment, load_experiment
+    from limbo_plugin.records import RUN_FIELDS
+
+    recorded = {outcome.fingerprint() for outcome in state.previous.values()}
+    if not recorded or state.registry is None or not state.collects_specs:
+        return
+    try:
+        experiment = load_experiment(find_experiment(state.experiment, state.registry),
+                                     state.registry)
+    except SpecError:
+        return  # reported by collection, with its file and line
+    ours = {config.fingerprint() for config in experiment.configs(state.overrides,
+                                                                  state.defaults)}
+    foreign = sorted(recorded - ours)
+    if foreign:
+        theirs = dict(zip(RUN_FIELDS, foreign[0].split("|"), strict=False))
+        mine = dict(zip(RUN_FIELDS, sorted(ours)[0].split("|"), strict=False))
+        differ = ", ".join(f"{name}={theirs[name]}" for name in RUN_FIELDS
+                           if theirs.get(name) != mine.get(name)) or foreign[0]
+        raise UsageError(f"--limbo-resume: {shown_path(state.records_path)} holds episodes run "
+                         f"with {differ}, which this run (experiment {state.experiment!r} with "
+                         "these options) does not run; resume with the options the run was "
+                         "started with, or give another --limbo-records")
 
 
 def load_gate_option(state: LimboState) -> GateSpec:
@@ -587,6 +643,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     if state.writer is not None:
         state.writer.close()
+        if state.rotated_to is not None and state.writer.written == 0:
+            from limbo_plugin.report.records import unrotate
+
+            unrotate(state.records_path, state.rotated_to)
+    if state.records_lock is not None:
+        state.records_lock.release()
     if (state.sigterm_handler is not None
             and signal.getsignal(signal.SIGTERM) is state.sigterm_handler):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -758,6 +820,7 @@ class EpisodeItem(pytest.Item):
 
     def setup(self) -> None:
         from limbo_plugin.episode import run_episode
+        from limbo_plugin.records import record_line
 
         state: LimboState = self.config.stash[STATE]
         fingerprint = (self.episode.key.id, self.episode.config.fingerprint(),
@@ -775,10 +838,9 @@ class EpisodeItem(pytest.Item):
         if self.episode.repeat:
             record.repeat, record.test_id = self.episode.repeat, self.episode.id
         record.experiment, record.arm = self.experiment, self.arm
-        self.record = record
-        self.record_line = record.model_dump_json()
-        if record.error is not None:
-            raise InfrastructureFailure(record.error)
+        self.record, self.record_line = record_line(record)
+        if self.record.error is not None:
+            raise InfrastructureFailure(self.record.error)
 
     def runtest(self) -> None:
         from limbo_plugin.report import allure as allure_report
@@ -888,10 +950,21 @@ class LimboController:
         line = report.__dict__.pop(RECORD_ATTRIBUTE, None)
         if line is not None and self.state.writer is not None:
             from limbo_plugin.report.outcomes import Outcome
+            from limbo_plugin.report.records import RecordWriteError
 
-            self.state.writer.write(line)
-            outcome = Outcome.from_json(line)
-            self.state.outcomes[outcome.identity] = outcome
+            try:  # read back before it is written: a line the file cannot hold stays out
+                outcome = Outcome.from_json(line)
+            except ValueError as exc:
+                self.state.late_notices.append(f"the record of {report.nodeid} does not read back "
+                                          f"({' '.join(str(exc).split())[:300]}); not written")
+                outcome = None
+            if outcome is not None:
+                try:
+                    self.state.writer.write(line)
+                except RecordWriteError as exc:  # a full disk: one line, exit 3
+                    self.state.write_failed = True
+                    pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
+                self.state.outcomes[outcome.identity] = outcome
         for name, value in report.user_properties:
             if name == SKIP_PROPERTY:
                 reason = SkipReason(str(value))
@@ -994,6 +1067,8 @@ def _errors(session: pytest.Session) -> bool:
 
 
 def print_summary(terminalreporter: Any, state: LimboState) -> None:
+    for notice in state.late_notices:
+        terminalreporter.write_line(f"limbo: {notice}", yellow=True)
     records = all_outcomes(state)
     if not records and state.gate_result is None:
         return
@@ -1013,9 +1088,17 @@ def print_summary(terminalreporter: Any, state: LimboState) -> None:
             write(line)
         for line in pass_k_text(records, family_order=state.family_order):
             write(line)
-        json_path, md_path = write_summary(summary, state.records_path)
-        write(f"Records: {shown_path(state.records_path)} ({len(state.outcomes)} new this run, "
-              f"run id {state.run_id}). Summary: {shown_path(json_path)}, {shown_path(md_path)}")
+        where = f"Records: {shown_path(state.records_path)} ({len(state.outcomes)} new this " \
+                f"run, run id {state.run_id})."
+        try:
+            if state.write_failed:
+                raise OSError("the records file could not be written either")
+            json_path, md_path = write_summary(summary, state.records_path)
+        except OSError as exc:
+            write(f"{where} The summary files were not written: {exc.strerror or exc}.",
+                  yellow=True)
+        else:
+            write(f"{where} Summary: {shown_path(json_path)}, {shown_path(md_path)}")
     if state.baseline_path is not None and records:
         from limbo_plugin.report.compare import write_baseline_comparison
 

@@ -8,12 +8,17 @@ The layout of ``--out`` (default ``reports/report/``)::
     data/index.js, data/episodes-NNNN.js, assets/   (the explorer's data and code)
     report.json          what was read, dropped, written and skipped
 
+An earlier report at ``--out`` is moved to ``history/<name>.<UTC time>/`` beside it first, as a
+fresh run moves its records: a report is never silently replaced. A non-empty folder that is not
+a Limbo report is refused.
+
 Heavy libraries (matplotlib, jinja2, statsmodels) are imported here, on the report path only.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +47,7 @@ class ReportOutcome:
     loaded: LoadedRecords
     tables: list[Result] = field(default_factory=list)
     figures: list[object] = field(default_factory=list)
+    kept_previous: Path | None = None
 
     def lines(self) -> list[str]:
         lines = list(self.loaded.messages())
@@ -56,7 +62,34 @@ class ReportOutcome:
         drawn = [f for f in self.figures if not isinstance(f, Skipped)]
         lines.append(f"Wrote {len(drawn)} figure(s) to {self.out / 'figures'} (PNG, SVG).")
         lines.append(f"Report: {self.index}")
+        if self.kept_previous is not None:
+            lines.append(f"The previous report is kept in {self.kept_previous}.")
         return lines
+
+
+def keep_earlier_report(out: Path) -> Path | None:
+    """Move an earlier report at ``out`` into ``history/`` beside it; where it went, or
+    ``None`` when ``out`` is new or empty."""
+    from datetime import UTC, datetime
+
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise LimboError(f"--out {out}: not a folder; give a folder for the report")
+    if not out.exists() or not any(out.iterdir()):
+        return None
+    marker = out / "report.json"
+    if not marker.is_file():
+        raise LimboError(f"--out {out}: the folder holds files that are not a Limbo report; "
+                         "give a new or empty folder")
+    stamp = datetime.fromtimestamp(marker.stat().st_mtime, tz=UTC).strftime("%Y%m%dT%H%M%SZ")
+    history = out.parent / "history"
+    history.mkdir(parents=True, exist_ok=True)
+    target = history / f"{out.name}.{stamp}"
+    n = 1
+    while target.exists():
+        n += 1
+        target = history / f"{out.name}.{stamp}_{n}"
+    os.replace(out, target)
+    return target
 
 
 def _require(module: str) -> None:
@@ -82,13 +115,14 @@ def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
                          f"({loaded.read} record(s) read, {loaded.errors_dropped} "
                          "infrastructure error(s))")
     out = Path(out)
+    kept_previous = keep_earlier_report(out)
     tables = build_tables(loaded.rows, loaded.repeats)
     for table in tables:
         if isinstance(table, Table):
             write_table(table, out / "tables")
     figures = build_figures(tables, out / "figures")
     outcome = ReportOutcome(out=out, index=out / "index.html", loaded=loaded, tables=tables,
-                            figures=list(figures))
+                            figures=list(figures), kept_previous=kept_previous)
     render_html(out, loaded, tables, figures, loaded.messages())
     (out / "report.json").write_text(json.dumps({
         "sources": [str(p) for p in loaded.sources], "records_read": loaded.read,

@@ -9,8 +9,11 @@ episode (repeat runs are compared with ``limbo report A B``, not merged).
 
 Records that ended in an infrastructure error are superseded by a successful record of the same
 episode (what ``--limbo-resume`` produces); a torn last line of a killed shard is skipped.
-Lines are copied byte for byte, sorted as a serial run collects them, and the output is
-replaced atomically, so OUT may also be one of the inputs.
+Lines are copied byte for byte, sorted as a serial run collects them, into a new file with the
+permissions pytest gives a records file (0644 under the usual umask). OUT may not be one of the
+inputs (a forgotten OUT would make the first shard the output); an existing OUT is moved into
+``history/`` beside it first, as a fresh run moves its records, so a merge never destroys one.
+Only records of this Limbo's schema version are merged.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from limbo_plugin.records import RUN_FIELDS
+from limbo_plugin.records import RECORD_SCHEMA_VERSION, RUN_FIELDS
+from limbo_plugin.report.custody import RecordsLock, require_own_file
 from limbo_plugin.report.load import RecordFileError
 
 IGNORED = ("run_id",)
@@ -59,10 +63,14 @@ class MergeResult:
     duplicates: int = 0
     superseded_errors: int = 0
     torn_lines: int = 0
+    kept_previous: Path | None = None
+    """Where the file that was at OUT before the merge was moved (``history/``)."""
 
     def lines(self) -> list[str]:
         out = [f"Merged {self.written} record(s) from {len(self.sources)} file(s) into "
                f"{self.out}."]
+        if self.kept_previous is not None:
+            out.append(f"The previous {self.out} is kept in {self.kept_previous}.")
         if self.duplicates:
             out.append(f"Dropped {self.duplicates} identical duplicate record(s).")
         if self.superseded_errors:
@@ -88,12 +96,17 @@ def _parse(path: Path, number: int, line: bytes, last: bool) -> dict[str, Any] |
         for name in (*RUN_FIELDS, *ORDER):
             if name not in record:
                 raise ValueError(f"no {name!r} field")
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         if last and not line.endswith(b"\n"):
             return None
         raise RecordFileError(f"{path}:{number}: not an episode record ({exc}); expected one "
                               "JSON EpisodeRecord per line, as pytest --limbo-records writes"
                               ) from None
+    if record.get("schema_version") != RECORD_SCHEMA_VERSION:
+        raise RecordFileError(f"{path}:{number}: record schema version "
+                              f"{record.get('schema_version')}; this Limbo merges version "
+                              f"{RECORD_SCHEMA_VERSION} (re-run those episodes to record them "
+                              "anew)")
     return record
 
 
@@ -105,7 +118,18 @@ def merge_records(out: str | Path, inputs: Sequence[str | Path]) -> MergeResult:
     for path in sources:
         if not path.is_file():
             raise RecordFileError(f"{path}: no such record file")
-    result = MergeResult(out=Path(out), sources=sources)
+    out = Path(out)
+    for path in sources:
+        if path.resolve() == out.resolve() or (out.exists() and os.path.samefile(path, out)):
+            raise RecordFileError(f"{out} is also an input; give the merged file a new name "
+                                  f"first: limbo merge OUT {' '.join(map(str, sources))}")
+    require_own_file(out, "limbo merge OUT")
+    with RecordsLock(out, option="limbo merge OUT"):
+        return _merge(out, sources)
+
+
+def _merge(out: Path, sources: list[Path]) -> MergeResult:
+    result = MergeResult(out=out, sources=sources)
     kept: dict[tuple[str, str], Kept] = {}
     for source, path in enumerate(sources):
         size = path.stat().st_size
@@ -126,7 +150,11 @@ def merge_records(out: str | Path, inputs: Sequence[str | Path]) -> MergeResult:
                                  digest=_digest(record), error=record.get("error") is not None,
                                  order=tuple(record[name] for name in ORDER))
                 _keep(kept, identity, candidate, result)
-    _write(result, sorted(kept.values(), key=lambda k: k.order))
+    records = sorted(kept.values(), key=lambda k: k.order)
+    from limbo_plugin.report.records import rotate
+
+    result.kept_previous = rotate(out)
+    _write(result, records)
     return result
 
 
@@ -164,6 +192,9 @@ def _write(result: MergeResult, records: list[Kept]) -> None:
                 out.write(handle.read(kept.place.length).rstrip(b"\r\n") + b"\n")
             out.flush()
             os.fsync(out.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as pytest's own records file, not mkstemp's 0600
         os.replace(temporary, result.out)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -16,6 +16,7 @@ again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Generic, TypeVar
+from typing import BinaryIO, Generic, TypeVar
 
 from pydantic import ValidationError
 
@@ -38,6 +39,10 @@ SYNC_INTERVAL_S = 1.0
 """The longest a received record waits for ``fsync``."""
 
 
+class RecordWriteError(LimboError):
+    """The records file could not take another line (the disk is full, a quota)."""
+
+
 class RecordWriter:
     """Appends records to a JSONL file, one line each: written through to the operating system
     as they arrive, synced to disk in batches (see the module docstring for the guarantee)."""
@@ -48,7 +53,7 @@ class RecordWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.sync_interval_s = sync_interval_s
         self._fsync = fsync or os.fsync  # looked up now: a test may wrap os.fsync
-        self._file: IO[str] | None = None
+        self._file: BinaryIO | None = None
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
         self._unsynced = 0
@@ -57,10 +62,23 @@ class RecordWriter:
         self.syncs = 0
 
     def write(self, line: str) -> None:
+        """Append one line, or raise :class:`RecordWriteError` (a full disk) with the file cut
+        back to its last whole line, so a resume finds no torn tail."""
+        data = (line.rstrip("\n") + "\n").encode("utf-8", "backslashreplace")
         if self._file is None:
-            self._file = self.path.open("a", encoding="utf-8")
-        self._file.write(line.rstrip("\n") + "\n")
-        self._file.flush()  # in the operating system now: a killed process cannot lose it
+            self._file = self.path.open("ab", buffering=0)
+        size = os.fstat(self._file.fileno()).st_size
+        try:
+            view = memoryview(data)
+            while view:  # unbuffered: in the operating system now, a kill cannot lose it
+                view = view[self._file.write(view) or 0:]
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._file.fileno(), size)
+            raise RecordWriteError(
+                f"cannot write {shown_path(self.path)}: {exc.strerror or exc}; the "
+                f"{self.written} record(s) written so far are kept; make room and finish the "
+                "run with --limbo-resume") from None
         self.written += 1
         with self._lock:
             self._unsynced += 1
@@ -237,9 +255,12 @@ def read_records(path: str | Path) -> list[EpisodeRecord]:
 def repair_torn_tail(path: str | Path) -> str | None:
     """Before appending to ``path`` (resume), cut off a torn last line, so the next record is
     not glued onto it and lost; returns what was done, for the user, or ``None``."""
+    from limbo_plugin.report.custody import require_own_file
+
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
         return None
+    require_own_file(path, "--limbo-resume")
     with path.open("rb+") as handle:
         handle.seek(-1, os.SEEK_END)
         if handle.read(1) == b"\n":
@@ -276,9 +297,12 @@ def rotate(path: str | Path) -> Path | None:
     must not lose the full run. The time is the file's last write, so the name says when that
     run ended. Only a regular file is ever moved.
     """
+    from limbo_plugin.report.custody import require_own_file
+
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
         return None
+    require_own_file(path, "--limbo-records")
     stamp = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = history_dir(path)
     directory.mkdir(parents=True, exist_ok=True)
@@ -289,6 +313,17 @@ def rotate(path: str | Path) -> Path | None:
         target = directory / f"{path.stem}.{stamp}_{n}{path.suffix}"  # sorts after the first
     os.replace(path, target)
     return target
+
+
+def unrotate(path: str | Path, moved: Path) -> bool:
+    """Put back a records file :func:`rotate` moved, when the run wrote nothing in its place
+    (it selected no episode, or stopped before the first): a run that records nothing replaces
+    nothing. Returns whether it was put back."""
+    path = Path(path)
+    if path.exists() or path.is_symlink() or not moved.is_file():
+        return False
+    os.replace(moved, path)
+    return True
 
 
 def history_files(path: str | Path) -> list[Path]:

@@ -153,8 +153,9 @@ def test_merge_is_idempotent(shard_files: list[Path], tmp_path: Path) -> None:
     repeated = tmp_path / "repeated.jsonl"
     merge_records(repeated, [*shard_files, shard_files[1]])  # one shard twice
     assert repeated.read_bytes() == merged
-    merge_records(out, [out, shard_files[0]])  # in place
-    assert out.read_bytes() == merged
+    again = merge_records(out, shard_files)  # over an earlier merge: that one is kept
+    assert out.read_bytes() == merged and again.kept_previous is not None
+    assert again.kept_previous.read_bytes() == merged
 
 
 def test_run_ids_do_not_make_a_conflict(shard_files: list[Path], tmp_path: Path) -> None:
