@@ -78,6 +78,8 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
         error = f"infrastructure error: {exc}"
     except EpisodeTimeout as exc:
         error = f"infrastructure error: {exc}"
+    except (Exception, SystemExit) as exc:  # the agent's own bug: still exactly one record
+        error = agent_error(exc)
     sim_seconds = world.clock.now
     world.finish_in_flight()
 
@@ -109,10 +111,35 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
         harness_seconds=_harness_seconds(caller),
         sim_seconds=sim_seconds, escalations=world.escalations,
         expected_failure=expected_failure(mode, focal_def),
-        error=error, usage=session.usage if session.usage.model_calls else None,
+        error=printable(error),
+        usage=session.usage.finite() if session.usage.model_calls else None,
         harness=session.harness,
         trace=entries, ledger=list(world.ledger.effects),
     )
+
+
+MAX_ERROR_CHARS = 2000
+
+
+def agent_error(exc: BaseException) -> str:
+    """An exception the agent's code raised, as the record's error: the episode is excluded
+    from the rates, like an infrastructure error, and re-run on resume."""
+    text = " ".join(str(exc).split())
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[:MAX_ERROR_CHARS] + "…"
+    return f"agent error: {type(exc).__name__}" + (f": {text}" if text else "")
+
+
+def printable(text: str | None) -> str | None:
+    """``text`` as UTF-8 can hold it: a lone surrogate (from a harness's bytes decoded with
+    ``surrogateescape``, an agent's exception) written as its escape, not a lost record."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _harness_seconds(caller: Any) -> float:

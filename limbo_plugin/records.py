@@ -8,6 +8,7 @@ the one the transport filled in, so no second copy of either shape exists to dri
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -160,15 +161,28 @@ class Usage(Documented):
     unpriced_calls: int = 0
     """Model calls whose cost is unknown (a model missing from litellm's price map, a harness
     CLI's own calls): ``cost_usd`` leaves them out, so it is a lower bound when this is not 0."""
-    """Number of model calls."""
 
     def add(self, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0,
             calls: int = 1) -> None:
         """Account for ``calls`` model calls (what an agent does after each model reply)."""
         self.prompt_tokens += int(prompt_tokens or 0)
         self.completion_tokens += int(completion_tokens or 0)
-        self.cost_usd += float(cost_usd or 0.0)
+        cost = float(cost_usd or 0.0)
+        if math.isfinite(cost) and cost >= 0:
+            self.cost_usd += cost
+        else:  # NaN, infinite or negative: a cost nobody knows, not a number to sum
+            self.unpriced_calls += calls
         self.model_calls += calls
+
+    def finite(self) -> Usage:
+        """This usage as a record can hold it: a cost set to NaN or infinity directly (not
+        through :meth:`add`) is unknown, its calls unpriced (JSON has no NaN: it would be
+        written as ``null`` and the line could not be read back)."""
+        if math.isfinite(self.cost_usd) and self.cost_usd >= 0:
+            return self
+        return self.model_copy(update={"cost_usd": 0.0,
+                                       "unpriced_calls": max(self.unpriced_calls,
+                                                             self.model_calls, 1)})
 
 
 class HarnessRun(Documented):
@@ -355,3 +369,30 @@ class EpisodeRecord(Grade):
         lines.append(f"final status: {self.final_status or 'none (no finish)'}; behaviour after "
                      f"the fault: {self.behaviour or 'n/a'}")
         return "\n".join(lines)
+
+
+def record_line(record: EpisodeRecord) -> tuple[EpisodeRecord, str]:
+    """The record and its JSON line, always one that reads back as this record.
+
+    Nearly every record serialises directly (and is returned as it is). One holding text UTF-8
+    cannot encode (a lone surrogate in an agent's summary or a harness's output) comes back
+    with such characters escaped, rather than lost with its episode.
+    """
+    try:
+        return record, record.model_dump_json()
+    except ValueError:  # pydantic's serialisation error
+        data = _printable_tree(record.model_dump(mode="json", fallback=repr))
+        cleaned = EpisodeRecord.model_validate(data)
+        return cleaned, cleaned.model_dump_json()
+
+
+def _printable_tree(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_printable_tree(key): _printable_tree(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printable_tree(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    return value

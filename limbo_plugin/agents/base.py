@@ -7,6 +7,7 @@ which goes down through the conditions and the fault transport to the world.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -94,10 +95,16 @@ class AgentSession:
                  prompt: PromptChanges | None = None, budget: int = TOOL_CALL_BUDGET,
                  fault_fired: Callable[[], bool] | None = None,
                  episode_id: str | None = None) -> None:
-        self.task = task
+        self.shared_task = task
+        """The cached task instance, for Limbo's own agents, which only read it; an agent's code
+        gets :attr:`task`, a private copy."""
         self.episode_id = episode_id
         self.instruction = instruction
-        self.tools = tools
+        self.shared_tools = tools
+        """The world's tool definitions, for Limbo's own agents and servers, which only read
+        them; an agent's code gets :attr:`tools`, private copies."""
+        self._task_copy: TaskInstance | None = None
+        self._tools_copy: list[ToolDefinition] | None = None
         self.prompt = prompt or PromptChanges()
         self.budget = budget
         self.usage = Usage()
@@ -112,7 +119,33 @@ class AgentSession:
         self._fault_fired = fault_fired
         self._tools_by_name = {t.name: t for t in tools}
 
+    # Nothing an agent does reaches another episode: the task instance and the tool schemas
+    # are cached per worker (and the world validates calls with those schemas), so an agent
+    # that edits what it was given (a schema cleaner stripping ``pattern``, a careless
+    # ``task.required.clear()``) edits its own copies. Copied on first use only.
+    @property
+    def task(self) -> TaskInstance:
+        """This episode's task instance (a private copy)."""
+        if self._task_copy is None:
+            self._task_copy = copy.deepcopy(self.shared_task)
+        return self._task_copy
+
+    @property
+    def tools(self) -> list[ToolDefinition]:
+        """The tools the agent may call (private copies: their schemas are the agent's to
+        edit)."""
+        if self._tools_copy is None:
+            self._tools_copy = copy.deepcopy(self.shared_tools)
+        return self._tools_copy
+
     def tool(self, name: str) -> ToolDefinition | None:
+        """The tool ``name`` among :attr:`tools` (a private copy), or ``None``."""
+        if name not in self._tools_by_name:
+            return None
+        return next(t for t in self.tools if t.name == name)
+
+    def shared_tool(self, name: str) -> ToolDefinition | None:
+        """The world's definition of ``name``, for Limbo's own agents (read only)."""
         return self._tools_by_name.get(name)
 
     @property
@@ -134,7 +167,7 @@ class AgentSession:
         index, start = self._trace.reserve(), self._world.clock.now
         seq = self.calls + 1  # counted here, so a call a condition intercepts keeps its number
         self._trace.serving = seq
-        call = ToolCall(name=name, arguments=_parsed(arguments), origin="agent",
+        call = ToolCall(name=name, arguments=_own_copy(_parsed(arguments)), origin="agent",
                         call_id=call_id, seq=seq)
         result = self._caller.call(call)
         self._trace.add(index, start, self._world.clock.now, "agent", call, result)
@@ -150,6 +183,31 @@ class AgentSession:
     def end(self, reason: str) -> None:
         if not self.over:
             self.over, self.end_reason = True, reason
+
+
+def _own_copy(arguments: Any) -> Any:
+    """The arguments as they were when the call was made: what the agent changes in its own
+    dict afterwards reaches neither the world nor the record. What cannot be copied is kept
+    as a safe rendering (the world answers it with a tool error)."""
+    try:
+        return _json_copy(arguments)
+    except Exception:  # an object that refuses to be copied: a rendering of it, never a crash
+        return safe_json(arguments)
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep copy, fast for the JSON values nearly every call holds."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {key: _json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_json_copy(item) for item in value]
+    return copy.deepcopy(value)
 
 
 def _parsed(arguments: Any) -> Any:

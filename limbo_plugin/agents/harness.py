@@ -154,7 +154,7 @@ class HarnessAgent:
             "cache": str(shared_cache(self.spec)), "prompt": harness_prompt(session.instruction),
             "preamble": HARNESS_PREAMBLE, "task": session.instruction, "model": self.model,
             "api_base": self.api_base, "api_key": self.api_key, "server": SERVER_NAME,
-            "tools": [tool_name.replace("{tool}", t.name) for t in session.tools],
+            "tools": [tool_name.replace("{tool}", t.name) for t in session.shared_tools],
             "timeout_s": str(int(self.timeout_s)), **mcp,
         }
 

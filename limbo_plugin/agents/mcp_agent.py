@@ -104,16 +104,16 @@ class RemoteSession:
     sent over MCP. Only tools the server listed are known to the policy."""
 
     def __init__(self, session: AgentSession, listed: set[str], client: Any) -> None:
-        self.task = session.task
+        self.shared_task = session.shared_task
         self.instruction = session.instruction
-        self._tools = {t.name: t for t in session.tools if t.name in listed}
+        self._tools = {t.name: t for t in session.shared_tools if t.name in listed}
         self._client = client
 
     @property
     def tools(self) -> list[ToolDefinition]:
         return list(self._tools.values())
 
-    def tool(self, name: str) -> ToolDefinition | None:
+    def shared_tool(self, name: str) -> ToolDefinition | None:
         return self._tools.get(name)
 
     def call(self, name: str, arguments: Any = None, *, call_id: str | None = None

@@ -69,7 +69,7 @@ class _PlanRunner:
 
     # -- the plan ------------------------------------------------------------------------------
     def execute(self) -> None:
-        task = self.session.task
+        task = self.session.shared_task
         for step in task.plan:
             if step.items is None:
                 self.results[step.id] = self._step(step.id, step.tool, step.args, {})
@@ -88,14 +88,14 @@ class _PlanRunner:
                                      "uncertain_operations": self.uncertain})
 
     def _context(self, extra: dict[str, Any]) -> dict[str, Any]:
-        return {**self.session.task.params, "steps": self.results, **extra}
+        return {**self.session.shared_task.params, "steps": self.results, **extra}
 
     def _step(self, label: str, tool_template: str, args_template: dict[str, Any],
               extra: dict[str, Any]) -> Any:
         ctx = self._context(extra)
         tool = str(render(tool_template, ctx))
         args = _render_lenient(args_template, ctx)
-        definition = self.session.tool(tool)
+        definition = self.session.shared_tool(tool)
         if definition is None:
             self.uncertain.append(f"{label}: tool {tool} is not available")
             return None

@@ -51,7 +51,8 @@ class AgentSession(Protocol):
     :class:`~limbo_plugin.agents.base.AgentSession` is one; naming only this keeps the server
     below the agents that use it."""
 
-    tools: list[ToolDefinition]
+    @property
+    def shared_tools(self) -> list[ToolDefinition]: ...
 
     def call(self, name: str, arguments: Any = None) -> ToolResult: ...
 
@@ -129,7 +130,7 @@ class SandboxServer:
         """Expose ``session`` under a fresh token until the lease is closed."""
         self.start()
         lease = EpisodeLease(server=self, session=session, token=secrets.token_urlsafe(32),
-                             tools=[tool_wire(t) for t in session.tools])
+                             tools=[tool_wire(t) for t in session.shared_tools])
         with self._lock:
             self._leases[lease.token] = lease
         return lease

@@ -61,18 +61,18 @@ class _Diverged(Exception):
 
 
 class _TranscriptSession:
-    """Duck-types the part of :class:`AgentSession` a scripted policy uses (``task``, ``tool``,
-    ``call``), answering calls from the transcript until it runs out, then stopping the policy
-    at the call it wants to make next."""
+    """Duck-types the part of :class:`AgentSession` a scripted policy uses (``shared_task``,
+    ``shared_tool``, ``call``), answering calls from the transcript until it runs out, then
+    stopping the policy at the call it wants to make next."""
 
     def __init__(self, task: TaskInstance, tools: Mapping[str, ToolDefinition],
                  history: list[tuple[str, Any, ToolResult]]) -> None:
-        self.task = task
+        self.shared_task = task
         self._tools = tools
         self._history = history
         self._position = 0
 
-    def tool(self, name: str) -> ToolDefinition | None:
+    def shared_tool(self, name: str) -> ToolDefinition | None:
         return self._tools.get(name)
 
     def call(self, name: str, arguments: Any = None, *, call_id: str | None = None
