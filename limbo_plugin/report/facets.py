@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 from limbo_plugin.records import RUN_FIELDS
 from limbo_plugin.report.load import EpisodeRow
 
-COMMITTED_MODES = frozenset({"timeout_post", "http500_post", "partial_batch", "timeout_late",
-                             "timeout_late_tail"})
-"""SPEC §3 "committed faults": the request took (or will take) effect behind an error."""
+AMBIGUOUS_GROUPS = frozenset({"T", "E"})
+"""The observation-equivalence groups whose answer is an error that hides the outcome (SPEC §3:
+timeouts, 500s); ``S`` answers success (redelivery), ``-`` is explicit or no fault."""
+COMMITTED_OUTCOMES = frozenset({"committed", "late", "partial"})
+"""Hidden outcomes in which the request took (or will take) effect."""
 CONTRACT_CLASS_ORDER = ("idempotent", "key_optional", "non_idempotent_strong",
                         "non_idempotent_eventual", "non_idempotent_unverifiable")
 OUTCOMES = ("passed", "duplicate", "overclaim", "failed")
@@ -33,9 +35,22 @@ def ordered_families(rows: Sequence[EpisodeRow]) -> list[str]:
     return sorted(ranks, key=lambda f: (ranks[f], f))
 
 
+def ambiguous(row: EpisodeRow) -> bool:
+    """A fired fault whose error does not tell whether the request executed (group T or E)."""
+    return row.fired and row.group in AMBIGUOUS_GROUPS
+
+
+def committed_fault(row: EpisodeRow) -> bool:
+    """SPEC §3 "committed faults", fired: an ambiguous error behind which the request took, or
+    will take, effect (timeout_post, http500_post, partial_batch, the late commits)."""
+    return ambiguous(row) and row.hidden_outcome in COMMITTED_OUTCOMES
+
+
 def committed_or_redelivery(row: EpisodeRow) -> bool:
-    """The episodes of the paper's pooled analyses: committed faults and redelivery, fired."""
-    return row.fired and (row.fault_mode in COMMITTED_MODES or row.family == "redelivery")
+    """The episodes of the paper's pooled analyses: committed faults and redelivery (the
+    request executed twice), fired. Selected on the fault spec's labels, so a new family with
+    such a hidden outcome is in every table that pools them."""
+    return committed_fault(row) or (row.fired and row.hidden_outcome == "duplicated")
 
 
 def unmitigated(row: EpisodeRow) -> bool:

@@ -132,8 +132,9 @@ class SpecFacts:
     family_order: tuple[str, ...]
     family_classes: Mapping[str, str | None]
     native_classes: Mapping[str, str]
-    mode_labels: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
-    """Each fault mode's ``(hidden_outcome, group, execute)``, as the fault spec states them."""
+    mode_labels: Mapping[str, tuple[str, str, str, str | None]] = field(default_factory=dict)
+    """Each fault mode's ``(hidden_outcome, group, execute, late_delay)``, as the fault spec
+    states them."""
     intent_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Each write's intent fields (a re-issue repeats them) under the native contract."""
 
@@ -145,7 +146,7 @@ class SpecFacts:
                              tool.accepts_key) if tool.is_write else None
             if label:
                 native[tool.name] = label
-        modes = {name: (mode.hidden_outcome, mode.group, mode.execute)
+        modes = {name: (mode.hidden_outcome, mode.group, mode.execute, mode.late_delay)
                  for name, mode in registry.faults.items()}
         intents = {tool.name: tuple(tool.contract.intent_fields)
                    for tool in registry.catalog("native").tools.values() if tool.is_write}
@@ -153,8 +154,9 @@ class SpecFacts:
                    family_classes={f: registry.fault_class(f) for f in registry.family_order},
                    native_classes=native, mode_labels=modes, intent_fields=intents)
 
-    def mode_label(self, mode: str) -> tuple[str | None, str | None, str | None]:
-        return self.mode_labels.get(mode, (None, None, None))
+    def mode_label(self, mode: str
+                   ) -> tuple[str | None, str | None, str | None, str | None]:
+        return self.mode_labels.get(mode, (None, None, None, None))
 
     def family_rank(self, family: str) -> int:
         order = self.family_order
@@ -200,6 +202,8 @@ class EpisodeRow:
     """The mode's observation-equivalence group (``T``, ``E``, ``S``, ``-``)."""
     execute: str | None
     """How the mode executes the request (``never``, ``now``, ``late``, …)."""
+    late_delay: str | None
+    """For a late commit, how its delay is drawn (``fixed``, ``log_uniform``)."""
     contract: str
     docs: str
     instruction: str
@@ -328,14 +332,14 @@ def reissue_of(record: SlimRecord, facts: SpecFacts
 def to_row(record: SlimRecord, facts: SpecFacts, source: int, offset: int, length: int
            ) -> EpisodeRow:
     usage = record.usage
-    hidden, group, execute = facts.mode_label(record.fault_mode)
+    hidden, group, execute, late_delay = facts.mode_label(record.fault_mode)
     keyed, reissue, after = reissue_of(record, facts)
     return EpisodeRow(
         experiment=record.experiment, arm=record.arm, repeat=record.repeat,
         episode_id=record.episode_id, template=record.template, instance=record.instance,
         focal_write=record.focal_write, fault_mode=record.fault_mode, family=record.family,
         family_rank=facts.family_rank(record.family), fault_class=facts.fault_class(record),
-        hidden_outcome=hidden, group=group, execute=execute,
+        hidden_outcome=hidden, group=group, execute=execute, late_delay=late_delay,
         contract=record.contract, docs=record.docs,
         instruction=record.instruction, condition=record.condition, operator=record.operator,
         agent=record.agent, focal_tool=record.focal_tool,

@@ -10,7 +10,8 @@ from its ``registry`` fixture.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from limbo_plugin.agents.base import AgentSession
@@ -21,12 +22,24 @@ from limbo_plugin.experiments import iter_worlds
 from limbo_plugin.readback import unwrap
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.models import FaultModeSpec
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.templating import TemplateError, render
 from limbo_plugin.toolapi import ToolResult
 
-LOST_ACK = ("timeout_post", "http500_post")
-LATE = ("timeout_late", "timeout_late_tail")
+
+def _modes(test: Callable[[FaultModeSpec], bool]) -> tuple[str, ...]:
+    """The fault modes of the project's fault spec whose labels pass ``test``."""
+    return tuple(name for name, mode in SpecRegistry.load(SPECS).faults.items() if test(mode))
+
+
+SPECS = Path(__file__).resolve().parents[2] / "specs"
+LOST_ACK = _modes(lambda m: m.hidden_outcome == "committed" and m.group in ("T", "E"))
+"""The request committed behind an error answer (timeout_post, http500_post)."""
+LATE = _modes(lambda m: m.hidden_outcome == "late")
+"""The request is still in flight when the error is answered (the late commits)."""
+AMBIGUOUS = _modes(lambda m: m.group in ("T", "E", "S"))
+"""Every mode whose answer hides what happened: errors of groups T and E, redelivery's success."""
 
 
 class Case(NamedTuple):

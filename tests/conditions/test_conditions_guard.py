@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from condkit import (
+    AMBIGUOUS,
     LATE,
     PlanAgent,
     agent_calls,
@@ -20,8 +21,6 @@ from limbo_plugin.conditions.vbr import BLOCKED
 from limbo_plugin.spec.registry import SpecRegistry
 
 KEYS = "keys_everywhere"
-AMBIGUOUS = ("timeout_pre", "timeout_post", "timeout_late", "timeout_late_tail", "http500_pre",
-             "http500_post", "partial_batch", "redelivery")
 
 
 def test_keys_everywhere_guard_is_exactly_once_in_every_world(registry: SpecRegistry) -> None:

@@ -161,15 +161,14 @@ def test_observation_equivalence_pairs_matched_worlds(tmp_path: Path,
     table = table_equivalence(loaded.rows, loaded.repeats)
     assert isinstance(table, Table)
     (pairs,), _ = permutation.calls[0]
-    # Within a world group, every pair of modes, ordered by mode name; "other" has no match.
-    assert pairs == [("reissue", "tickets_list"),  # timeout_late, timeout_post
-                     ("reissue", "tickets_list"),  # timeout_late, timeout_pre
-                     ("tickets_list", "tickets_list"),  # timeout_post, timeout_pre
-                     ("wait", "wait")]  # http500_post, http500_pre
+    # One pair per world and error group, absent against committed: the timeout triple gives
+    # one pair (pre, post), not three dependent ones; the late world and "other" pair with none.
+    assert pairs == [("wait", "wait"),  # http500_pre, http500_post (group E)
+                     ("tickets_list", "tickets_list")]  # timeout_pre, timeout_post (group T)
     (row,) = table.rows
-    assert row["matched_pairs"] == 4 and row["matched_agreement"] == pytest.approx(0.5)
-    # Repeats: the post world agrees with its rerun, the late world does not.
-    assert row["repeat_pairs"] == 2 and row["repeat_agreement"] == pytest.approx(0.5)
+    assert row["matched_pairs"] == 2 and row["matched_agreement"] == pytest.approx(1.0)
+    # Repeats: only the worlds that pair (the post world agrees with its rerun).
+    assert row["repeat_pairs"] == 1 and row["repeat_agreement"] == pytest.approx(1.0)
     assert (row["tv"], row["tv_null"], row["p"]) == (0.1, 0.12, 0.6)
 
 
@@ -257,12 +256,12 @@ def test_equivalence_and_stability_real_values(tmp_path: Path) -> None:
     table = table_equivalence(loaded.rows, loaded.repeats)
     assert isinstance(table, Table)
     (row,) = table.rows
-    # Pairs: (reissue, list), (reissue, list), (list, list), (wait, wait): 2 of 4 agree.
-    assert row["matched_agreement"] == pytest.approx(0.5)
-    # First labels: reissue ½, list ¼, wait ¼; second: list ¾, wait ¼ → TV = ½.
-    assert row["tv"] == pytest.approx(0.5)
+    # Pairs (absent, committed): (list, list) in group T, (wait, wait) in group E: both agree.
+    assert row["matched_agreement"] == pytest.approx(1.0)
+    assert row["tv"] == pytest.approx(0.0)  # the same first actions in both worlds
     assert 0.0 <= row["p"] <= 1.0  # type: ignore[operator]
-    assert row["repeat_pairs"] == 4 and row["repeat_agreement"] == pytest.approx(0.75)
+    # Repeats of the paired worlds (pre, post, http500_post): all three agree.
+    assert row["repeat_pairs"] == 3 and row["repeat_agreement"] == pytest.approx(1.0)
     stability = table_stability(loaded.rows, loaded.repeats)
     assert isinstance(stability, Table)
     (kappa,) = stability.rows

@@ -51,7 +51,8 @@ def test_policy_outcomes_match_the_propositions(registry: SpecRegistry,
         else:
             focal = catalog.get(record.focal_tool or "")
             assert focal is not None
-            expected_dup, fired_expected = predicted_duplicate(policy, key.fault_mode, focal), True
+            expected_dup, fired_expected = predicted_duplicate(
+                policy, registry.fault_mode(key.fault_mode), focal), True
         got_dup = record.duplicates > 0
         problems = []
         if got_dup != expected_dup:

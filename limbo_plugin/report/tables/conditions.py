@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from limbo_plugin.report.facets import variant_rank, variant_values, varying_variants
+from limbo_plugin.report.facets import (
+    variant_rank,
+    variant_values,
+    varying_variants,
+    wait_bound,
+)
 from limbo_plugin.report.icc import DUPLICATE, EOS, TS, IccBook, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.matching import on_shared_worlds
@@ -36,8 +41,9 @@ ALL_AGENTS = "all agents"
 
 
 def condition_rank(condition: str) -> tuple[int, int, str]:
-    if condition.startswith("wait_") and condition[5:].isdigit():
-        return (ORDER.index("wait"), int(condition[5:]), condition)
+    bound = wait_bound(condition)
+    if bound is not None:
+        return (ORDER.index("wait"), bound, condition)
     return (ORDER.index(condition) if condition in ORDER else len(ORDER), 0, condition)
 
 

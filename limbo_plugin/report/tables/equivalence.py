@@ -1,8 +1,12 @@
 """Observation equivalence and run-to-run stability (paper §6.1).
 
-*Matched worlds* differ only in the hidden outcome of the focal write: timeout_pre / timeout_post /
-timeout_late, and http500_pre / http500_post, of the same template, instance, focal write and
-configuration. If no information leaks, the agent's first action after the fault should agree
+*Matched worlds* differ only in the hidden outcome of the focal write: two modes of one
+observation-equivalence group with an error answer (the fault spec's groups T and E), of the same
+template, instance, focal write, experiment and configuration. A pair is the world in which the
+request never executed (hidden outcome ``absent``) and the one in which it committed
+(``committed``): one pair per world and group, so the pairs are independent (a timeout triple
+would give three pairs sharing their worlds, which the permutation test would count as three
+independent ones). If no information leaks, the agent's first action after the fault should agree
 across matched worlds as often as it agrees across *repeat runs* of one world (the same episode
 and configuration in two record files), and the total-variation distance between the two worlds'
 first-action distributions should match what exchanging the labels within pairs gives.
@@ -12,8 +16,8 @@ Stability: Cohen's κ of the duplicate outcome across repeat runs.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from itertools import combinations
 
+from limbo_plugin.report.facets import ambiguous
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, group, quiet_fit
 
@@ -21,8 +25,8 @@ ID_EQ = "observation_equivalence"
 TITLE_EQ = "Observation equivalence: first action after the fault"
 ID_ST = "stability"
 TITLE_ST = "Stability across repeat runs"
-GROUPS = (("timeout_pre", "timeout_post", "timeout_late"), ("http500_pre", "http500_post"))
-MATCHED_MODES = frozenset(m for g in GROUPS for m in g)
+PAIRED_OUTCOMES = ("absent", "committed")
+"""The two hidden outcomes a matched pair sets against each other."""
 ALL_AGENTS = "all agents"
 Pair = tuple[Hashable, Hashable]
 
@@ -30,16 +34,21 @@ Pair = tuple[Hashable, Hashable]
 def matched_pairs(rows: Sequence[EpisodeRow]) -> dict[str, list[Pair]]:
     """First-action pairs across matched worlds, by agent (ordered by mode name within a pair)."""
     out: dict[str, list[Pair]] = {}
-    candidates = [r for r in rows if r.fault_mode in MATCHED_MODES and r.first_action]
-    worlds = group(candidates, lambda r: (r.template, r.instance, r.focal_write, r.fingerprint))
+    worlds = group([r for r in rows if matched_world(r)],
+                   lambda r: (r.experiment or "", r.template, r.instance, r.focal_write,
+                              r.fingerprint, r.group or ""))
     for key in sorted(worlds):
-        by_mode = {r.fault_mode: r for r in worlds[key]}
-        for modes in GROUPS:
-            present = sorted(m for m in modes if m in by_mode)
-            for a, b in combinations(present, 2):
-                first, second = by_mode[a], by_mode[b]
-                out.setdefault(first.agent, []).append((first.first_action, second.first_action))
+        by_outcome = {r.hidden_outcome: r for r in worlds[key]}
+        if all(o in by_outcome for o in PAIRED_OUTCOMES):
+            first, second = (by_outcome[o] for o in PAIRED_OUTCOMES)
+            out.setdefault(first.agent, []).append((first.first_action, second.first_action))
     return out
+
+
+def matched_world(row: EpisodeRow) -> bool:
+    """A fired world of an ambiguous-error group, absent or committed, with a first action."""
+    return (ambiguous(row) and row.hidden_outcome in PAIRED_OUTCOMES
+            and row.first_action is not None)
 
 
 def repeat_pairs(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow]
@@ -60,9 +69,10 @@ def _with_pooled(by_agent: dict[str, list[Pair]]) -> list[tuple[str, list[Pair]]
 def table_equivalence(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow]) -> Result:
     matched = matched_pairs(rows)
     if not matched:
-        return Skipped(ID_EQ, TITLE_EQ, "no matched worlds (timeout_pre/post/late or "
-                       "http500_pre/post of one focal write under one configuration) with a "
-                       "first action after the fault")
+        return Skipped(ID_EQ, TITLE_EQ, "no matched worlds (the absent and the committed "
+                       "world of one error group, e.g. timeout_pre/post or http500_pre/post, of "
+                       "one focal write under one configuration) with a first action after the "
+                       "fault")
     try:
         from limbo_plugin.stats import first_action_agreement, permutation_tv_test
     except ImportError:
@@ -70,7 +80,7 @@ def table_equivalence(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow])
                        "first_action_agreement / permutation_tv_test")
     again: dict[str, list[Pair]] = {}
     for first, second in repeat_pairs(rows, repeats):
-        if first.fault_mode in MATCHED_MODES and first.first_action and second.first_action:
+        if matched_world(first) and second.first_action:
             again.setdefault(first.agent, []).append((first.first_action, second.first_action))
     columns = [Column("agent", "agent"), Column("matched_pairs", "matched pairs", "int"),
                Column("matched_agreement", "agreement (matched worlds)", "percent"),

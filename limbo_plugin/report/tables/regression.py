@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limbo_plugin.report.facets import COMMITTED_MODES, model_of, unmitigated
+from limbo_plugin.report.facets import committed_fault, model_of, unmitigated
 from limbo_plugin.report.load import EpisodeRow, classify
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, quiet_fit
 
@@ -29,7 +29,7 @@ RISKY = frozenset({"non_idempotent_eventual", "non_idempotent_unverifiable"})
 def h1_rows(rows: Sequence[EpisodeRow]) -> list[dict[str, Any]]:
     out = []
     for r in rows:
-        if not (r.fired and r.fault_mode in COMMITTED_MODES and r.focal_idempotency
+        if not (committed_fault(r) and r.focal_idempotency
                 and unmitigated(r) and r.contract == "native"):
             continue
         label = classify(r.focal_idempotency, r.focal_verification, r.focal_accepts_key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from limbo_plugin.report.facets import ambiguous
 from limbo_plugin.report.icc import Measure, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
@@ -25,14 +26,12 @@ from limbo_plugin.report.tables.base import (
 
 ID = "h4_stakes"
 TITLE = "H4: re-issuing irreversible versus reversible writes without checking"
-AMBIGUOUS_MODES = frozenset({"timeout_pre", "timeout_post", "timeout_late", "timeout_late_tail",
-                             "http500_pre", "http500_post", "partial_batch"})
 MARGIN = 0.05
 ALL_AGENTS = "all agents"
 
 
 def in_scope(row: EpisodeRow) -> bool:
-    return (row.fired and row.fault_mode in AMBIGUOUS_MODES and row.behaviour is not None
+    return (ambiguous(row) and row.behaviour is not None
             and row.focal_irreversible is not None)
 
 

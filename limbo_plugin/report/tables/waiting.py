@@ -33,7 +33,15 @@ from limbo_plugin.report.tables.base import (
 
 ID = "table6_waiting"
 TITLE = "Table 6: waiting versus keys under late commits"
-DELAYS = {"timeout_late": "fixed", "timeout_late_tail": "tail"}
+DELAYS = {"fixed": "fixed", "log_uniform": "tail"}
+"""How each late-delay kind of the fault spec is named in the table."""
+
+
+def delay_of(row: EpisodeRow) -> str | None:
+    """``fixed`` or ``tail`` for a fired late commit (hidden outcome ``late``), else None."""
+    if not row.fired or row.hidden_outcome != "late":
+        return None
+    return DELAYS.get(row.late_delay or "", row.late_delay)
 CONDITION_ORDER = ("vanilla", "guard", "state_oracle", "outcome_oracle")
 
 
@@ -56,7 +64,7 @@ def share_within_bound(rows: Sequence[EpisodeRow], bound: int) -> float | None:
 
 
 def table6(rows: Sequence[EpisodeRow]) -> Result:
-    scope = [r for r in rows if r.fault_mode in DELAYS and r.fired]
+    scope = [r for r in rows if delay_of(r) is not None]
     if not scope:
         return Skipped(ID, TITLE, "no fired late-commit episode (timeout_late or "
                        "timeout_late_tail)")
@@ -72,7 +80,7 @@ def table6(rows: Sequence[EpisodeRow]) -> Result:
                   "condition (agents pooled): exactly-once success, duplicate rate, mean "
                   "simulated episode time and, for wait_<Δ>, the share of worlds whose in-flight "
                   "delay is within the assumed bound.", columns)
-    groups = group(scope, lambda r: (DELAYS[r.fault_mode], r.contract, r.condition,
+    groups = group(scope, lambda r: (delay_of(r) or "", r.contract, r.condition,
                                      variant_values(r, variants)))
     order = sorted(groups, key=lambda k: (k[0], k[1] != "native", k[1], condition_rank(k[2]),
                                           variant_rank(k[3], variants)))
