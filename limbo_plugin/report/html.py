@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from limbo_plugin.records import make_test_id
 from limbo_plugin.report.facets import outcome_of
 from limbo_plugin.report.figures import Figure, FigureResult
 from limbo_plugin.report.load import EpisodeRow, LoadedRecords, read_raw_lines
@@ -32,9 +33,9 @@ from limbo_plugin.report.tables.base import RateCell, Result, Skipped, Table
 CHUNK_SIZE = 200
 TEMPLATES = Path(__file__).parent / "templates"
 ASSETS = ("explorer.js", "report.css")
-INDEX_FIELDS = ("uid", "episode_id", "agent", "contract", "docs", "instruction", "condition",
-                "operator", "template", "instance", "focal_write", "fault_mode", "family",
-                "outcome", "duplicates", "behaviour", "final_status", "sim_seconds",
+INDEX_FIELDS = ("uid", "test_id", "episode_id", "agent", "contract", "docs", "instruction",
+                "condition", "operator", "template", "instance", "focal_write", "fault_mode",
+                "family", "outcome", "duplicates", "behaviour", "final_status", "sim_seconds",
                 "tool_calls", "chunk")
 INTERNED = frozenset({"agent", "contract", "docs", "instruction", "condition", "operator",
                       "template", "focal_write", "fault_mode", "family", "outcome",
@@ -42,8 +43,10 @@ INTERNED = frozenset({"agent", "contract", "docs", "instruction", "condition", "
 
 
 def episode_uid(row: EpisodeRow) -> str:
-    """A short, stable id for URLs (``index.html#episode=<uid>``): key and configuration."""
-    digest = hashlib.sha1(f"{row.episode_id}|{row.fingerprint}".encode()).hexdigest()
+    """A short, stable id for URLs (``index.html#episode=<uid>``): key, configuration and
+    repeat (the explorer also takes the test id pytest prints)."""
+    repeat = f"|{row.repeat}" if row.repeat else ""
+    digest = hashlib.sha1(f"{row.episode_id}|{row.fingerprint}{repeat}".encode()).hexdigest()
     return digest[:12]
 
 
@@ -55,6 +58,7 @@ def index_payload(rows: Sequence[EpisodeRow]) -> dict[str, Any]:
     for position, row in enumerate(rows):
         record = {
             "uid": episode_uid(row), "outcome": outcome_of(row),
+            "test_id": make_test_id(row.episode_id, row, row.repeat),
             "chunk": position // CHUNK_SIZE, "sim_seconds": round(row.sim_seconds, 1),
         }
         entry = []
@@ -68,8 +72,10 @@ def index_payload(rows: Sequence[EpisodeRow]) -> dict[str, Any]:
                 value = index
             entry.append(value)
         table.append(entry)
+    ranks = {row.family: row.family_rank for row in rows}
     return {"fields": list(INDEX_FIELDS), "values": values, "rows": table,
-            "chunkSize": CHUNK_SIZE}
+            "chunkSize": CHUNK_SIZE,
+            "familyOrder": sorted(ranks, key=lambda family: (ranks[family], family))}
 
 
 def write_data(rows: Sequence[EpisodeRow], loaded: LoadedRecords, directory: Path) -> int:

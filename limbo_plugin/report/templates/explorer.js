@@ -58,22 +58,28 @@
   function secs(t) { return 't=' + (Math.round(t * 10) / 10) + ' s'; }
 
   /* -- filters and list ------------------------------------------------------------------- */
+  function natural(a, b) {
+    // wait_60 before wait_3600: runs of digits compare as numbers.
+    return String(a).localeCompare(String(b), 'en', { numeric: true });
+  }
+
+  var options = {};  // filter -> value -> its <option>, whose count follows the other filters
+
   function setupFilters() {
     var form = document.getElementById('filters');
     FILTERS.forEach(function (name) {
       var select = form.elements[name];
-      var counts = {};
-      INDEX.rows.forEach(function (row) {
-        var v = value(row, name);
-        counts[v] = (counts[v] || 0) + 1;
-      });
+      var seen = {};
+      INDEX.rows.forEach(function (row) { seen[value(row, name)] = true; });
       select.appendChild(el('option', { value: '', text: '(all)' }));
-      Object.keys(counts).sort().forEach(function (v) {
-        select.appendChild(el('option', { value: v, text: v + ' (' + counts[v] + ')' }));
+      options[name] = {};
+      Object.keys(seen).sort(natural).forEach(function (v) {
+        options[name][v] = select.appendChild(el('option', { value: v, text: v }));
       });
       select.addEventListener('change', function () {
         state.filters[name] = select.value;
         state.page = 0;
+        clearError();
         writeHash();
         refresh();
       });
@@ -81,6 +87,7 @@
     form.elements.q.addEventListener('input', function () {
       state.q = form.elements.q.value;
       state.page = 0;
+      clearError();
       refresh();
     });
     form.addEventListener('submit', function (e) { e.preventDefault(); });
@@ -102,14 +109,40 @@
       }
     });
     var q = state.q.toLowerCase();
-    matches = INDEX.rows.filter(function (row) {
+    // One pass: a row that fails no filter is a match and counts for every filter's options;
+    // a row that fails exactly one filter counts for that filter's options only (what the
+    // list would show if that one filter changed).
+    var counts = {};
+    FILTERS.forEach(function (name) { counts[name] = {}; });
+    matches = [];
+    INDEX.rows.forEach(function (row) {
+      if (q && row[COL.episode_id].toLowerCase().indexOf(q) < 0 &&
+          row[COL.test_id].toLowerCase().indexOf(q) < 0) { return; }
+      var failed = null;
       for (var i = 0; i < wanted.length; i++) {
-        if (row[wanted[i][0]] !== wanted[i][1]) { return false; }
+        if (row[wanted[i][0]] !== wanted[i][1]) {
+          if (failed !== null) { return; }
+          failed = FIELDS[wanted[i][0]];
+        }
       }
-      return !q || row[COL.episode_id].toLowerCase().indexOf(q) >= 0;
+      if (failed === null) {
+        matches.push(row);
+        FILTERS.forEach(function (name) { bump(counts[name], value(row, name)); });
+      } else {
+        bump(counts[failed], value(row, failed));
+      }
+    });
+    FILTERS.forEach(function (name) {
+      Object.keys(options[name]).forEach(function (v) {
+        var n = counts[name][v] || 0;
+        options[name][v].textContent = v + ' (' + n + ')';
+        options[name][v].classList.toggle('none', !n);
+      });
     });
     renderList();
   }
+
+  function bump(table, key) { table[key] = (table[key] || 0) + 1; }
 
   function renderList() {
     var body = document.querySelector('#episodes tbody');
@@ -120,7 +153,7 @@
       var outcome = value(row, 'outcome');
       var config = [value(row, 'agent'), value(row, 'contract'), value(row, 'condition')];
       var tr = el('tr', { 'data-uid': uid, 'data-outcome': outcome },
-        el('td', { 'class': 'episode' }, el('div', { text: row[COL.episode_id] }),
+        el('td', { 'class': 'episode' }, el('div', { text: row[COL.test_id] }),
           el('div', { 'class': 'sub', text: config.join(' · ') })),
         el('td', null, el('span', { 'class': 'badge ' + outcome, text: outcome })),
         el('td', { 'class': 'num', text: String(row[COL.duplicates]) }));
@@ -143,6 +176,11 @@
       form.elements[name].value = state.filters[name];
     });
     state.episode = params.get('episode');
+    if (params.get('compare') && INDEX.values[params.get('compare')]) {
+      compare.field = params.get('compare');
+      compare.a = params.get('a') || '';
+      compare.b = params.get('b') || '';
+    }
   }
 
   function writeHash() {
@@ -151,6 +189,11 @@
       if (state.filters[name]) { params.set(name, state.filters[name]); }
     });
     if (state.episode) { params.set('episode', state.episode); }
+    if (compare.field) {
+      params.set('compare', compare.field);
+      params.set('a', compare.a);
+      params.set('b', compare.b);
+    }
     var hash = params.toString();
     history.replaceState(null, '', hash ? '#' + hash : window.location.pathname);
   }
@@ -174,9 +217,25 @@
     document.body.appendChild(script);
   }
 
-  function openEpisode(uid, remember) {
-    var row = INDEX.rows.find(function (r) { return r[COL.uid] === uid; });
-    if (!row) { showError('No episode ' + uid + ' in this report.'); return; }
+  function findEpisode(wanted) {
+    // What a user pastes: the uid of a shared link, the id pytest prints (with or without its
+    // "specs/experiments/x.yaml::" part), or an episode id that one configuration ran.
+    var name = wanted.indexOf('::') >= 0 ? wanted.slice(wanted.lastIndexOf('::') + 2) : wanted;
+    var found = INDEX.rows.find(function (r) { return r[COL.uid] === name; }) ||
+      INDEX.rows.find(function (r) { return r[COL.test_id] === name; });
+    if (found) { return found; }
+    var same = INDEX.rows.filter(function (r) { return r[COL.episode_id] === name; });
+    return same.length === 1 ? same[0] : null;
+  }
+
+  function openEpisode(wanted, remember) {
+    var row = findEpisode(wanted);
+    if (!row) {
+      showError('No episode ' + wanted + ' in this report. Give the id pytest prints ' +
+        '(e.g. ' + INDEX.rows[0][COL.test_id] + ') or pick one from the list.');
+      return;
+    }
+    var uid = row[COL.uid];
     state.episode = uid;
     if (remember) { writeHash(); }
     Array.prototype.forEach.call(document.querySelectorAll('#episodes tbody tr'), function (tr) {
@@ -184,14 +243,37 @@
     });
     loadChunk(row[COL.chunk], function (records) {
       renderDetail(uid, records[uid]);
-      if (!remember) { document.getElementById('explorer').scrollIntoView(); }
+      var detail = document.getElementById('detail');
+      if (!remember) {
+        document.getElementById('explorer').scrollIntoView();
+      } else if (detail.getBoundingClientRect().top < headerHeight()) {
+        detail.scrollIntoView();  // its title under the sticky header otherwise
+      }
     });
+  }
+
+  function headerHeight() {
+    var header = document.querySelector('header.top');
+    return header ? header.getBoundingClientRect().height : 0;
   }
 
   function showError(message) {
     var detail = document.getElementById('detail');
     detail.textContent = '';
-    detail.appendChild(el('p', { 'class': 'empty', text: message }));
+    detail.removeAttribute('data-episode');
+    detail.setAttribute('data-error', 'true');
+    detail.appendChild(el('p', { 'class': 'empty error', text: message }));
+  }
+
+  function clearError() {
+    // Navigating on (a filter, a search, another episode) takes an old error away.
+    var detail = document.getElementById('detail');
+    if (detail.getAttribute('data-error')) {
+      detail.removeAttribute('data-error');
+      detail.textContent = '';
+      detail.appendChild(el('p', { 'class': 'empty', text: 'Select an episode.' }));
+      if (state.episode && !findEpisode(state.episode)) { state.episode = null; writeHash(); }
+    }
   }
 
   /* -- why it duplicated ------------------------------------------------------------------- */
@@ -302,6 +384,7 @@
   function renderDetail(uid, record) {
     var detail = document.getElementById('detail');
     detail.textContent = '';
+    detail.removeAttribute('data-error');
     if (!record) { showError('Episode ' + uid + ' is missing from its data chunk.'); return; }
     var row = INDEX.rows.find(function (r) { return r[COL.uid] === uid; });
     var outcome = value(row, 'outcome');
@@ -406,22 +489,31 @@
       var cls = (entry.duplicateOf ? 'dup ' : '') + (e.undone_at != null ? 'undone' : '');
       body.appendChild(el('tr', { 'class': cls, 'data-seq': String(e.seq),
                                   title: 'intent ' + short(e.intent, 400) },
-        el('td', { 'class': 'seq', text: '#' + e.seq }),
-        el('td', { 'class': 'seq', text: String(Math.round(e.t * 10) / 10) }),
+        el('td', { 'class': 'seq' }, el('div', { text: '#' + e.seq }),
+          el('div', { 'class': 'sub', text: (Math.round(e.t * 10) / 10) + ' s' })),
         el('td', { 'class': 'tool', text: e.tool }),
-        el('td', null, el('div', { text: (e.record_ids || []).join(', ') }),
-          e.key ? el('div', { 'class': 'sub', text: 'key ' + e.key }) : null),
-        el('td', null, badge(e.origin, e.origin)),
+        el('td', { 'class': 'ids' }, ids(e.record_ids || []),
+          el('div', { 'class': 'sub' }, badge(e.origin, e.origin),
+            e.key ? 'key ' + e.key : null)),
         el('td', { 'class': 'status', text: status })));
     });
     if (!(record.ledger || []).length) {
-      body.appendChild(el('tr', null, el('td', { colspan: '6', text: 'No effect committed.' })));
+      body.appendChild(el('tr', null, el('td', { colspan: '4', text: 'No effect committed.' })));
     }
     return el('table', { 'class': 'ledger', id: 'ledger' },
-      el('thead', null, el('tr', null, el('th', { text: 'seq' }), el('th', { text: 't (s)' }),
-        el('th', { text: 'tool' }), el('th', { text: 'records' }), el('th', { text: 'origin' }),
-        el('th', { text: 'status' }))),
+      el('thead', null, el('tr', null, el('th', { text: '# · t' }), el('th', { text: 'tool' }),
+        el('th', { text: 'records · origin' }), el('th', { text: 'status' }))),
       body);
+  }
+
+  function ids(list) {
+    // Each id whole (no break inside "tkt_000123"); the line may break between ids.
+    var div = el('div');
+    list.forEach(function (id, i) {
+      if (i) { div.appendChild(document.createTextNode(', ')); }
+      div.appendChild(el('span', { 'class': 'id', text: id }));
+    });
+    return div;
   }
 
   function effects(record) {
@@ -444,11 +536,160 @@
       el('p', { text: 'uncertain operations: ' + (uncertain.length ? uncertain.join('; ') : 'none listed') }));
   }
 
+  /* -- comparison: where B duplicated and A did not ---------------------------------------- */
+  var CONFIG = ['agent', 'contract', 'docs', 'instruction', 'condition', 'operator'];
+  var SHOWN_PAIRS = 200;
+  var compare = { field: '', a: '', b: '' };
+
+  function mcnemar(b, c) {
+    // Two-sided exact McNemar: twice the smaller binomial tail at p = 1/2 (as limbo compare).
+    var n = b + c;
+    if (n === 0 || b === c) { return 1; }
+    var k = Math.min(b, c);
+    var logTerm = -n * Math.LN2;  // log P(X = 0)
+    var total = Math.exp(logTerm);
+    for (var i = 1; i <= k; i++) {
+      logTerm += Math.log((n - i + 1) / i);
+      total += Math.exp(logTerm);
+    }
+    return Math.min(1, 2 * total);
+  }
+
+  function setupCompare() {
+    var form = document.getElementById('compare-form');
+    var fields = CONFIG.filter(function (name) { return INDEX.values[name].length > 1; });
+    if (!fields.length) {
+      document.getElementById('compare-result').appendChild(el('p', { 'class': 'hint',
+        text: 'These records hold one configuration: give limbo report the records of two ' +
+          'runs (two agents, two conditions, …) to compare them here.' }));
+      form.hidden = true;
+      return;
+    }
+    fields.forEach(function (name) {
+      form.elements.field.appendChild(el('option', { value: name, text: name }));
+    });
+    form.elements.field.addEventListener('change', function () {
+      compare.field = form.elements.field.value;
+      compare.a = compare.b = '';
+      fillSides();
+      renderCompare();
+    });
+    ['a', 'b'].forEach(function (side) {
+      form.elements[side].addEventListener('change', function () {
+        compare[side] = form.elements[side].value;
+        renderCompare();
+      });
+    });
+    document.getElementById('compare').addEventListener('toggle', function () {
+      if (document.getElementById('compare').open && !compare.field) {
+        compare.field = fields[0];
+        fillSides();
+        renderCompare();
+      }
+    });
+  }
+
+  function fillSides() {
+    var form = document.getElementById('compare-form');
+    var values = INDEX.values[compare.field].slice().sort(natural);
+    form.elements.field.value = compare.field;
+    ['a', 'b'].forEach(function (side, i) {
+      var select = form.elements[side];
+      select.textContent = '';
+      values.forEach(function (v) { select.appendChild(el('option', { value: v, text: v })); });
+      if (values.indexOf(compare[side]) < 0) { compare[side] = values[Math.min(i, values.length - 1)]; }
+      select.value = compare[side];
+    });
+  }
+
+  function pairKey(row) {
+    return [row[COL.episode_id]].concat(CONFIG.filter(function (name) {
+      return name !== compare.field;
+    }).map(function (name) { return value(row, name); })).join('|');
+  }
+
+  function renderCompare() {
+    var out = document.getElementById('compare-result');
+    out.textContent = '';
+    writeHash();
+    if (!compare.field || compare.a === compare.b) {
+      if (compare.field) { out.appendChild(el('p', { 'class': 'hint', text: 'Pick two different values.' })); }
+      return;
+    }
+    var sideA = {};
+    INDEX.rows.forEach(function (row) {
+      if (value(row, compare.field) === compare.a) { sideA[pairKey(row)] = row; }
+    });
+    var families = {};
+    var order = [];
+    var flips = [];
+    INDEX.rows.forEach(function (row) {
+      if (value(row, compare.field) !== compare.b) { return; }
+      var other = sideA[pairKey(row)];
+      if (!other) { return; }
+      var family = value(row, 'family');
+      if (!families[family]) { families[family] = { pairs: 0, bOnly: 0, aOnly: 0 }; order.push(family); }
+      var f = families[family];
+      var dupA = other[COL.duplicates] > 0;
+      var dupB = row[COL.duplicates] > 0;
+      f.pairs += 1;
+      if (dupB && !dupA) { f.bOnly += 1; flips.push({ a: other, b: row, worse: true }); }
+      if (dupA && !dupB) { f.aOnly += 1; flips.push({ a: other, b: row, worse: false }); }
+    });
+    if (!order.length) {
+      out.appendChild(el('p', { 'class': 'hint', text: 'No world was run under both ' +
+        compare.field + ' ' + compare.a + ' and ' + compare.b + ' (with the other settings equal).' }));
+      return;
+    }
+    var rank = INDEX.familyOrder || [];
+    order.sort(function (x, y) { return rank.indexOf(x) - rank.indexOf(y) || natural(x, y); });
+    var body = el('tbody');
+    order.forEach(function (family) {
+      var f = families[family];
+      body.appendChild(el('tr', { 'data-family': family },
+        el('td', { text: family }), el('td', { 'class': 'num', text: String(f.pairs) }),
+        el('td', { 'class': 'num', text: String(f.bOnly) }),
+        el('td', { 'class': 'num', text: String(f.aOnly) }),
+        el('td', { 'class': 'num', text: mcnemar(f.bOnly, f.aOnly).toPrecision(3) })));
+    });
+    out.appendChild(el('table', { 'class': 'comparison', id: 'comparison' },
+      el('thead', null, el('tr', null, el('th', { text: 'family' }), el('th', { text: 'paired worlds' }),
+        el('th', { text: 'B duplicated, A did not' }), el('th', { text: 'A duplicated, B did not' }),
+        el('th', { text: 'exact McNemar p' }))), body));
+    flips.sort(function (x, y) { return (y.worse - x.worse) || natural(x.b[COL.test_id], y.b[COL.test_id]); });
+    var list = el('ul', { 'class': 'flips', id: 'flips' });
+    flips.slice(0, SHOWN_PAIRS).forEach(function (flip) {
+      var open = el('a', { href: '#', 'data-uid': flip.b[COL.uid], text: flip.b[COL.test_id] });
+      open.addEventListener('click', function (event) {
+        event.preventDefault();
+        openEpisode(flip.b[COL.uid], true);
+      });
+      var counterpart = el('a', { href: '#', 'class': 'sub', text: 'A\'s episode' });
+      counterpart.addEventListener('click', function (event) {
+        event.preventDefault();
+        openEpisode(flip.a[COL.uid], true);
+      });
+      list.appendChild(el('li', { 'data-worse': flip.worse ? 'true' : 'false' },
+        badge(flip.worse ? 'B duplicated' : 'A duplicated', flip.worse ? 'duplicate' : 'passed'),
+        open, ' · ', counterpart));
+    });
+    out.appendChild(el('p', { 'class': 'count', text: flips.length + ' world(s) where one ' +
+      'duplicated and the other did not (A: ' + compare.field + ' ' + compare.a + ', B: ' +
+      compare.b + ')' + (flips.length > SHOWN_PAIRS ? '; the first ' + SHOWN_PAIRS + ' listed' : '') }));
+    out.appendChild(list);
+  }
+
   /* -- start --------------------------------------------------------------------------------- */
   function start() {
     setupFilters();
+    setupCompare();
     readHash();
     refresh();
+    if (compare.field) {
+      document.getElementById('compare').open = true;
+      fillSides();
+      renderCompare();
+    }
     if (state.episode) { openEpisode(state.episode, false); }
     document.addEventListener('keydown', function (event) {
       // j / k (or the arrow keys) step through the filtered episodes, as in a mail reader.
