@@ -7,6 +7,7 @@ An episode is ``agent ∘ conditions ∘ fault transport ∘ world``. The world 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from limbo_plugin.agents import (
@@ -33,12 +34,14 @@ from limbo_plugin.world.world import World
 
 def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: SpecRegistry,
                 agent: Agent | None = None, agent_options: AgentOptions | None = None,
-                time_limit_s: float | None = None) -> EpisodeRecord:
+                time_limit_s: float | None = None,
+                on_abandon: Callable[[EpisodeRecord], None] | None = None) -> EpisodeRecord:
     """Run the episode ``key`` under ``config`` on the specs of ``registry``; return its record.
 
     ``config`` is a validated :class:`RunConfig`; its names are looked up, not checked again.
     ``time_limit_s`` bounds the agent's wall-clock time (:func:`wall_clock_limit`); running
-    over it is an infrastructure error, like a provider that stays down.
+    over it is an infrastructure error, like a provider that stays down. An agent that will
+    not stop is given up: ``on_abandon`` receives its record, then the process ends.
     """
     config = config or RunConfig()
     task = registry.template(key.template).instantiate(key.instance)
@@ -68,54 +71,73 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
         prompt=condition.prompt, fault_fired=lambda: transport.fired, episode_id=key.id,
     )
     agent = agent or make_agent(config.agent, agent_options)
+
+    def record(error: str | None, sim_seconds: float) -> EpisodeRecord:
+        final = world.final
+        result = grade(task, world.ledger.effects, final.status if final else None,
+                       seeded_ids=world.seeded_ids)
+        entries = trace.ordered()
+        focal_def = catalog.get(focal.tool) if focal else None
+        harness = [e for e in entries if e.origin == "harness"]
+        return EpisodeRecord(
+            episode_id=key.id, template=key.template, instance=key.instance,
+            focal_write=key.focal_write, fault_mode=key.fault_mode, family=mode.family,
+            fault_class=registry.fault_class(mode.family),
+            contract=config.contract, docs=config.docs, instruction=config.instruction,
+            condition=config.condition, operator=config.operator, agent=config.agent,
+            world_seed=seed, base_seed=task.base_seed,
+            focal_tool=focal.tool if focal else None,
+            focal_idempotency=focal_def.contract.idempotency if focal_def else None,
+            focal_verification=focal_def.contract.verification if focal_def else None,
+            focal_accepts_key=focal_def.accepts_key if focal_def else None,
+            focal_irreversible=focal_def.contract.irreversible if focal_def else None,
+            fired=transport.fired, fault=transport.report.model_copy(),
+            **dict(result),
+            final_status=final.status if final else None,
+            summary=final.summary if final else None,
+            uncertain_operations=final.uncertain_operations if final else [],
+            behaviour=code_behaviour(entries, session.focal_call_index, catalog),
+            tool_calls=session.calls, harness_calls=len(harness),
+            harness_seconds=_harness_seconds(caller),
+            sim_seconds=sim_seconds, escalations=world.escalations,
+            expected_failure=expected_failure(mode, focal_def),
+            error=printable(error),
+            usage=session.usage.finite() if session.usage.model_calls else None,
+            harness=session.harness,
+            trace=entries, ledger=list(world.ledger.effects),
+        )
+
+    def give_up() -> None:
+        # The agent would not stop (it swallowed every timeout): record it as it stands,
+        # from this watchdog thread, before the process ends.
+        assert time_limit_s is not None
+        error = (f"infrastructure error: the episode exceeded its wall-clock limit of "
+                 f"{time_limit_s:g} s and did not stop (it caught the timeout); its process "
+                 "was ended (--limbo-episode-timeout)")
+        abandoned = record(error, world.clock.now)
+        (on_abandon or _report_abandoned)(abandoned)
+
     error: str | None = None
     try:
-        with wall_clock_limit(time_limit_s):
+        with wall_clock_limit(time_limit_s, give_up):
             agent.run(session)
     except EpisodeOver:
         pass
     except InfrastructureError as exc:
         error = f"infrastructure error: {exc}"
-    except EpisodeTimeout as exc:
-        error = f"infrastructure error: {exc}"
+    except EpisodeTimeout as exc:  # raised by the alarm, or by the watchdog (no seconds)
+        error = f"infrastructure error: {EpisodeTimeout(exc.seconds or time_limit_s)}"
     except (Exception, SystemExit) as exc:  # the agent's own bug: still exactly one record
         error = agent_error(exc)
     sim_seconds = world.clock.now
     world.finish_in_flight()
+    return record(error, sim_seconds)
 
-    final = world.final
-    result = grade(task, world.ledger.effects, final.status if final else None,
-                   seeded_ids=world.seeded_ids)
-    entries = trace.ordered()
-    focal_def = catalog.get(focal.tool) if focal else None
-    harness = [e for e in entries if e.origin == "harness"]
-    return EpisodeRecord(
-        episode_id=key.id, template=key.template, instance=key.instance,
-        focal_write=key.focal_write, fault_mode=key.fault_mode, family=mode.family,
-        fault_class=registry.fault_class(mode.family),
-        contract=config.contract, docs=config.docs, instruction=config.instruction,
-        condition=config.condition, operator=config.operator, agent=config.agent,
-        world_seed=seed, base_seed=task.base_seed,
-        focal_tool=focal.tool if focal else None,
-        focal_idempotency=focal_def.contract.idempotency if focal_def else None,
-        focal_verification=focal_def.contract.verification if focal_def else None,
-        focal_accepts_key=focal_def.accepts_key if focal_def else None,
-        focal_irreversible=focal_def.contract.irreversible if focal_def else None,
-        fired=transport.fired, fault=transport.report.model_copy(),
-        **dict(result),
-        final_status=final.status if final else None,
-        summary=final.summary if final else None,
-        uncertain_operations=final.uncertain_operations if final else [],
-        behaviour=code_behaviour(entries, session.focal_call_index, catalog),
-        tool_calls=session.calls, harness_calls=len(harness),
-        harness_seconds=_harness_seconds(caller),
-        sim_seconds=sim_seconds, escalations=world.escalations,
-        expected_failure=expected_failure(mode, focal_def),
-        error=printable(error),
-        usage=session.usage.finite() if session.usage.model_calls else None,
-        harness=session.harness,
-        trace=entries, ledger=list(world.ledger.effects),
-    )
+
+def _report_abandoned(record: EpisodeRecord) -> None:
+    import sys
+
+    sys.stderr.write(f"limbo: episode {record.test_id}: {record.error}\n")
 
 
 MAX_ERROR_CHARS = 2000

@@ -9,6 +9,7 @@ the gate.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import gc
 import itertools
@@ -833,7 +834,8 @@ class EpisodeItem(pytest.Item):
         options = state.options_with(self.model_options)
         record = run_episode(self.episode.key, self.episode.config,
                              registry=state.specs, agent_options=options,
-                             time_limit_s=state.episode_timeout)
+                             time_limit_s=state.episode_timeout,
+                             on_abandon=self.abandoned)
         record.run_id = state.run_id
         if self.episode.repeat:
             record.repeat, record.test_id = self.episode.repeat, self.episode.id
@@ -841,6 +843,37 @@ class EpisodeItem(pytest.Item):
         self.record, self.record_line = record_line(record)
         if self.record.error is not None:
             raise InfrastructureFailure(self.record.error)
+
+    def abandoned(self, record: EpisodeRecord) -> None:
+        """The episode would not stop at its time limit and its process is about to end (the
+        watchdog's thread calls this): its record goes where the controller finds it."""
+        import sys
+
+        from limbo_plugin.records import record_line
+        from limbo_plugin.report.abandoned import keep_abandoned
+
+        state: LimboState = self.config.stash[STATE]
+        record.run_id = state.run_id
+        if self.episode.repeat:
+            record.repeat, record.test_id = self.episode.repeat, self.episode.id
+        record.experiment, record.arm = self.experiment, self.arm
+        _, line = record_line(record)
+        if state.is_worker:
+            keep_abandoned(state.records_path, line)
+            say = f"limbo: {self.name}: {record.error}; the worker is replaced"
+        elif state.writer is not None:
+            state.writer.write(line)
+            state.writer.sync()
+            say = (f"limbo: {self.name}: {record.error}. The run stops here; finish it with "
+                   "--limbo-resume, or run with -n to have the episode's worker replaced")
+        else:
+            return
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        with contextlib.suppress(Exception):  # past pytest's capture: the process ends next
+            if capture is not None:
+                capture.suspend_global_capture(in_=False)
+            sys.stderr.write(say + "\n")
+            sys.stderr.flush()
 
     def runtest(self) -> None:
         from limbo_plugin.report import allure as allure_report
@@ -945,6 +978,12 @@ class LimboController:
             kept.pop()
 
     def take_record(self, report: pytest.TestReport) -> None:
+        if str(report.when) == "???" and self.state.writer is not None:  # xdist: a worker died
+            from limbo_plugin.report.abandoned import collect_abandoned
+
+            for line in collect_abandoned(self.state.records_path):
+                self.state.writer.write(line)
+                self.take_outcome(line)
         if report.when != "teardown":
             return
         line = report.__dict__.pop(RECORD_ATTRIBUTE, None)
@@ -969,6 +1008,13 @@ class LimboController:
             if name == SKIP_PROPERTY:
                 reason = SkipReason(str(value))
                 self.state.skips[reason] = self.state.skips.get(reason, 0) + 1
+
+    def take_outcome(self, line: str) -> None:
+        from limbo_plugin.report.outcomes import Outcome
+
+        with contextlib.suppress(ValueError):
+            outcome = Outcome.from_json(line)
+            self.state.outcomes[outcome.identity] = outcome
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

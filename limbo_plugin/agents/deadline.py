@@ -10,6 +10,13 @@ Exception`` blocks of an agent or an HTTP library cannot swallow it (or, worse, 
 transient error and retry). The episode runner turns it into an infrastructure error: the
 episode is recorded, excluded from the statistics and re-run by ``--limbo-resume``.
 
+The alarm alone can be defeated: a bare ``except:`` swallows the exception, ``signal.alarm(0)``
+disarms the timer. So a :class:`Watchdog` thread, which the agent's code cannot catch or
+cancel, watches the same deadline: past it, it raises :class:`EpisodeTimeout` in the episode's
+thread again and again (an asynchronous exception, plus the signal to wake a blocking call),
+and once the grace period is over too, it gives the episode up: ``on_abandon`` records the
+timeout and the process ends (under pytest-xdist the worker is replaced and the run goes on).
+
 Signals reach only the main thread; in another thread (a notebook running episodes in a pool)
 the limit is not enforced, and the per-call timeout is what bounds a hung provider.
 """
@@ -17,9 +24,13 @@ the limit is not enforced, and the per-call timeout is what bounds a hung provid
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 DEFAULT_EPISODE_TIMEOUT_S = 1800.0
@@ -29,10 +40,90 @@ DEFAULT_EPISODE_TIMEOUT_S = 1800.0
 class EpisodeTimeout(BaseException):
     """The episode ran longer than its wall-clock limit."""
 
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"the episode exceeded its wall-clock limit of {seconds:g} s "
-                         "(--limbo-episode-timeout)")
+    def __init__(self, seconds: float | None = None) -> None:
+        limit = "its wall-clock limit" if seconds is None else \
+            f"its wall-clock limit of {seconds:g} s"
+        super().__init__(f"the episode exceeded {limit} (--limbo-episode-timeout)")
         self.seconds = seconds
+
+
+MAX_EPISODE_TIMEOUT_S = 7 * 24 * 3600.0
+"""The longest limit accepted (a week): beyond it a timer overflows, and no episode needs it."""
+RAISE_EVERY_S = 0.5
+"""How often the watchdog raises again in an episode that swallowed the timeout."""
+
+
+def grace_s(seconds: float) -> float:
+    """How long past its limit an episode may take to stop before it is given up: enough to
+    unwind and grade, short enough not to stall a run."""
+    return min(60.0, max(5.0, seconds * 0.1))
+
+
+class Watchdog:
+    """A thread that enforces an episode's deadline in the episode's own thread.
+
+    ``stop()`` when the episode ends in time. Past ``seconds`` it raises
+    :class:`EpisodeTimeout` in the episode's thread every :data:`RAISE_EVERY_S` (a bare
+    ``except:`` swallows one, not all; ``signal.alarm(0)`` does not reach it). Past the grace
+    period it calls ``on_abandon`` (which records the episode) and ends the process with
+    ``os._exit``: the one stop no Python code can refuse.
+    """
+
+    def __init__(self, seconds: float, on_abandon: Callable[[], None] | None = None,
+                 grace: float | None = None) -> None:
+        self.seconds = seconds
+        self.grace = grace_s(seconds) if grace is None else grace
+        self.on_abandon = on_abandon
+        self.target = threading.get_ident()
+        self.expired = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="limbo-episode-watchdog",
+                                        daemon=True)
+
+    def start(self) -> Watchdog:
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._done.set()
+
+    def join(self) -> None:
+        """Wait for the thread (it ends at once once stopped) and drop a timeout it raised
+        just as the episode ended, so it cannot surface in the code that records it."""
+        self._thread.join()
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), None)
+
+    def _watch(self) -> None:
+        if self._done.wait(self.seconds):
+            return
+        self.expired = True
+        give_up = time.monotonic() + self.grace
+        while not self._done.is_set() and time.monotonic() < give_up:
+            self._interrupt()
+            self._done.wait(RAISE_EVERY_S)
+        if self._done.is_set():
+            return
+        try:
+            if self.on_abandon is not None:
+                self.on_abandon()
+        finally:
+            sys.stderr.flush()
+            os._exit(EXIT_ABANDONED)
+
+    def _interrupt(self) -> None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target),
+                                                   ctypes.py_object(EpisodeTimeout))
+        handler = signal.getsignal(signal.SIGALRM)
+        if callable(handler) and self.target == threading.main_thread().ident:
+            # wakes a blocking call (a sleep, a read): its handler runs Python code, where the
+            # pending exception is raised
+            with contextlib.suppress(OSError, ValueError):
+                signal.pthread_kill(self.target, signal.SIGALRM)
+
+
+EXIT_ABANDONED = 3
+"""The exit status of a process whose episode would not stop (pytest's internal-error code)."""
 
 
 def enforceable() -> bool:
@@ -41,10 +132,12 @@ def enforceable() -> bool:
 
 
 @contextlib.contextmanager
-def wall_clock_limit(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`EpisodeTimeout` in the block if it runs longer than ``seconds``."""
+def wall_clock_limit(seconds: float | None, on_abandon: Callable[[], None] | None = None
+                     ) -> Iterator[Watchdog | None]:
+    """Raise :class:`EpisodeTimeout` in the block if it runs longer than ``seconds``; give the
+    block up (``on_abandon``, then end the process) if it still runs after the grace period."""
     if not seconds or not enforceable():
-        yield
+        yield None
         return
 
     def expire(signum: int, frame: Any) -> None:
@@ -52,8 +145,11 @@ def wall_clock_limit(seconds: float | None) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
+    watchdog = Watchdog(seconds, on_abandon).start()
     try:
-        yield
+        yield watchdog
     finally:
+        watchdog.stop()
+        watchdog.join()
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
