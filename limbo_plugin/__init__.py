@@ -19,7 +19,15 @@ driving episodes from Python::
   episode is excluded and re-run on ``--limbo-resume``;
 - :class:`EpisodeKey`, :class:`RunConfig`, :func:`run_episode`, :class:`EpisodeRecord`,
   :class:`Usage`, :class:`TraceEntry` — run one episode and read its graded record;
-- :class:`Sandbox` — a world behind its fault transport, to call tools by hand.
+- :class:`Sandbox` — a world behind its fault transport, to call tools by hand;
+- :class:`SpecRegistry` — the loaded spec tree (``SpecRegistry.load("specs")``), which
+  :func:`run_episode` and :class:`Sandbox` take;
+- :func:`read_records`, :func:`summarize`, :func:`compare_runs`, :func:`load_gate` and
+  :func:`run_gate`, :func:`make_report` — what ``limbo summary``, ``compare``, ``gate`` and
+  ``report`` do, on records you hold.
+
+The API reference is built from these docstrings with pdoc
+(``python -m pdoc -d restructuredtext limbo_plugin``; ``.ci/run`` builds it, warnings failing).
 
 Names are imported on first use, so ``import limbo_plugin`` stays cheap (the pytest plugin and
 ``limbo mcp`` import this package at every start).
@@ -49,11 +57,19 @@ _EXPORTS = {
     "Usage": "limbo_plugin.records",
     "run_episode": "limbo_plugin.episode",
     "Sandbox": "limbo_plugin.sandbox",
+    "SpecRegistry": "limbo_plugin.spec.registry",
+    "make_report": "limbo_plugin.report.build",
+    "summarize": "limbo_plugin.report.aggregate",
+    "compare_runs": "limbo_plugin.report.compare",
+    "read_records": "limbo_plugin.report.records",
+    "load_gate": "limbo_plugin.report.gate",
+    "run_gate": "limbo_plugin.report.gate",
 }
 __all__ = [
     "Agent", "AgentOptions", "AgentSession", "EpisodeKey", "EpisodeOver", "EpisodeRecord",
-    "HarnessRun", "InfrastructureError", "RunConfig", "Sandbox", "ToolCall", "ToolDefinition",
-    "ToolResult", "TraceEntry", "Usage", "__version__", "run_episode",
+    "HarnessRun", "InfrastructureError", "RunConfig", "Sandbox", "SpecRegistry", "ToolCall",
+    "ToolDefinition", "ToolResult", "TraceEntry", "Usage", "__version__", "compare_runs",
+    "load_gate", "make_report", "read_records", "run_episode", "run_gate", "summarize",
 ]
 
 if TYPE_CHECKING:
@@ -68,8 +84,14 @@ if TYPE_CHECKING:
         TraceEntry,
         Usage,
     )
+    from limbo_plugin.report.aggregate import summarize
+    from limbo_plugin.report.build import make_report
+    from limbo_plugin.report.compare import compare_runs
+    from limbo_plugin.report.gate import load_gate, run_gate
+    from limbo_plugin.report.records import read_records
     from limbo_plugin.runconfig import RunConfig
     from limbo_plugin.sandbox import Sandbox
+    from limbo_plugin.spec.registry import SpecRegistry
     from limbo_plugin.toolapi import ToolCall, ToolResult
 
 
