@@ -60,7 +60,8 @@ class ReportOutcome:
             lines.append(f"Skipped {len(skipped)}:")
             lines += [f"  {skipped_line(s)}" for s in skipped]
         drawn = [f for f in self.figures if not isinstance(f, Skipped)]
-        lines.append(f"Wrote {len(drawn)} figure(s) to {self.out / 'figures'} (PNG, SVG).")
+        lines.append(f"Wrote {len(drawn)} figure(s) to {self.out / 'figures'} "
+                     "(PNG at 300 dpi, SVG, PDF).")
         lines.append(f"Report: {self.index}")
         if self.kept_previous is not None:
             lines.append(f"The previous report is kept in {self.kept_previous}.")

@@ -6,9 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
 from reportkit import cell, load, write
 
-from limbo_plugin.report.figures import MAX_BAR_SERIES, MAX_HEATMAP_ROWS, Figure, build_figures
+from limbo_plugin.report import figures as figure_module
+from limbo_plugin.report.figures import (
+    FONT_PT,
+    MAX_BAR_SERIES,
+    MAX_HEATMAP_ROWS,
+    Figure,
+    build_figures,
+    style,
+)
 from limbo_plugin.report.tables import build_tables
 from limbo_plugin.report.tables.base import Skipped
 
@@ -21,7 +30,8 @@ def figures_for(tmp_path: Path, records: list) -> dict[str, Figure | Skipped]:
 
 def valid(figure: Figure | Skipped) -> None:
     assert isinstance(figure, Figure)
-    png, svg = figure.files
+    png, svg, pdf = figure.files
+    assert pdf.read_bytes().startswith(b"%PDF")
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and png.stat().st_size > 5000
     root = ElementTree.parse(svg).getroot()
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
@@ -51,7 +61,8 @@ def test_a_figure_without_its_table_is_skipped_with_the_reason(tmp_path: Path) -
     figures = figures_for(tmp_path, cell(4, 1))
     waiting = figures["waiting_vs_keys"]
     assert isinstance(waiting, Skipped)
-    assert waiting.reason == "no fired late-commit episode (timeout_late or timeout_late_tail)"
+    assert waiting.reason == ("no fired late-commit episode (hidden outcome 'late') under "
+                              "vanilla, wait_<Δ>, the guard or an oracle")
     assert not (tmp_path / "figures" / "waiting_vs_keys.png").exists()
     valid(figures["dup_by_family"])
     valid(figures["dup_by_contract"])
@@ -65,3 +76,49 @@ def test_the_waiting_figure_tells_variants_of_one_condition_apart(tmp_path: Path
     valid(figures["waiting_vs_keys"])
     svg = (tmp_path / "figures" / "waiting_vs_keys.svg").read_text()
     assert "vanilla / default" in svg and "vanilla / no_cue" in svg
+
+
+def test_figures_are_fit_for_print(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every text of every figure is at least 9 pt at the size it is drawn (the paper's text
+    width, never scaled down), PNGs are 300 dpi, and a caption names what is drawn."""
+    from matplotlib.text import Text
+    from PIL import Image
+
+    sizes: dict[str, list[float]] = {}
+    save = figure_module._save
+
+    def spy(fig: object, directory: Path, name: str) -> tuple[Path, ...]:
+        texts = fig.findobj(Text)  # type: ignore[attr-defined]
+        sizes[name] = [t.get_fontsize() for t in texts if t.get_visible() and t.get_text()]
+        assert fig.get_size_inches()[0] <= figure_module.FULL_WIDTH + 1e-9  # type: ignore[attr-defined]
+        return save(fig, directory, name)
+
+    monkeypatch.setattr(figure_module, "_save", spy)
+    late = {"fault_mode": "timeout_late",
+            "fault": {"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0}}
+    records = [*cell(6, 2, behaviour="blind_retry"),
+               *cell(4, 1, condition="wait_60", behaviour="verify_then_retry", **late),
+               *cell(4, 0, condition="wait_120", **late), *cell(4, 3, **late)]
+    figures = figures_for(tmp_path, records)
+    assert set(sizes) == {"dup_by_family", "dup_by_contract", "waiting_vs_keys", "behaviour"}
+    for name, found in sizes.items():
+        assert found and min(found) >= FONT_PT, (name, min(found))
+        png = tmp_path / "figures" / f"{name}.png"
+        assert min(Image.open(png).info["dpi"]) >= 299
+    family = figures["dup_by_family"]
+    assert isinstance(family, Figure) and family.caption.startswith("Bars:")
+
+
+def test_a_heatmap_caption_says_heatmap(tmp_path: Path) -> None:
+    agents = [f"litellm:m{i}" for i in range(MAX_BAR_SERIES + 2)]
+    figures = figures_for(tmp_path, [r for a in agents for r in cell(2, 1, agent=a)])
+    family = figures["dup_by_family"]
+    assert isinstance(family, Figure)
+    assert family.caption.startswith("Heatmap:") and "whisker" not in family.caption
+
+
+def test_every_series_has_its_own_look() -> None:
+    looks = [(style(i)["color"], style(i)["marker"], style(i)["hatch"]) for i in range(64)]
+    assert len(set(looks)) == 64
+    bars = [(style(i)["color"], style(i)["hatch"]) for i in range(64)]
+    assert len(set(bars)) == 64  # bars have no marker: colour and hatch alone differ
