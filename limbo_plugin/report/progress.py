@@ -18,10 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from pluggy import HookimplMarker
 
 from limbo_plugin.errors import UsageError
 from limbo_plugin.report.outcomes import Outcome
+
+hookimpl = HookimplMarker("pytest")
+"""pytest's hook marker, from pluggy: the plugin module alone imports pytest; pytest's objects
+are typed ``Any`` here."""
 
 DEFAULT_INTERVAL_TTY = 10.0
 DEFAULT_INTERVAL_PIPE = 60.0
@@ -119,7 +123,7 @@ class LiveProgress:
     """Controller plugin: counts finished episodes and prints the line every ``interval``
     seconds (and at the last episode)."""
 
-    def __init__(self, config: pytest.Config, outcomes: dict[Any, Outcome], *,
+    def __init__(self, config: Any, outcomes: dict[Any, Outcome], *,
                  interval: float, cost_limit: float | None,
                  family_order: Callable[[], tuple[str, ...]],
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -137,25 +141,25 @@ class LiveProgress:
         self.default_interval = False
         """No interval was given: a terminal gets a line more often than a log."""
 
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
+    def pytest_sessionstart(self, session: Any) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if self.default_interval and reporter is not None and bool(reporter.isatty):
             self.interval = DEFAULT_INTERVAL_TTY
         self.started = self.last_line = self.clock()
 
     # -- the total -------------------------------------------------------------------------
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
+    def pytest_collection_finish(self, session: Any) -> None:
         if not self.config.pluginmanager.has_plugin("dsession"):
             self.progress.total = sum(1 for item in session.items if is_episode(item.nodeid))
 
-    @pytest.hookimpl(optionalhook=True)
+    @hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         if self.progress.total is None:  # every worker collects the same items
             self.progress.total = sum(1 for nodeid in ids if is_episode(nodeid))
 
     # -- each episode ----------------------------------------------------------------------
-    @pytest.hookimpl(trylast=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    @hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: Any) -> None:
         if report.when != "teardown" or not is_episode(report.nodeid):
             return
         self.progress.done += 1
@@ -186,7 +190,7 @@ class LiveProgress:
                                                per_episode))
 
 
-def install(config: pytest.Config, outcomes: dict[Any, Outcome], raw_interval: str | None,
+def install(config: Any, outcomes: dict[Any, Outcome], raw_interval: str | None,
             cost_limit: float | None, family_order: Callable[[], tuple[str, ...]]) -> None:
     """Register the live line on the controller, unless ``-q``, ``--collect-only`` or
     ``--limbo-progress off``; a bad ``--limbo-progress`` is a :class:`UsageError`."""
