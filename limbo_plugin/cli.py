@@ -181,8 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="the paper's tables, figures and an HTML report "
                             "with an episode explorer, from one or more record files")
     report.add_argument("records", nargs="*", default=[DEFAULT_RECORDS],
-                        help="JSONL record files (default reports/episodes.jsonl); a later "
-                        "file's copy of an episode counts as a repeat run")
+                        help="JSONL record files (default reports/episodes.jsonl); repeat "
+                        "runs are declared by --limbo-repeat, never inferred from two files")
     report.add_argument("--out", default="reports/report", help="output directory "
                         "(default reports/report)")
     report.set_defaults(handler=cmd_report)

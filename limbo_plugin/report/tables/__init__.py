@@ -18,8 +18,10 @@ from limbo_plugin.report.tables.contracts import table5, table_contract_classes
 from limbo_plugin.report.tables.cue import table10
 from limbo_plugin.report.tables.equivalence import table_equivalence, table_stability
 from limbo_plugin.report.tables.harnesses import table8, table9
+from limbo_plugin.report.tables.mcnemar import table_appendix_b
 from limbo_plugin.report.tables.overclaim import table_overclaim
 from limbo_plugin.report.tables.regression import table_h1
+from limbo_plugin.report.tables.reissues import table_key_reuse, table_reissue_timing
 from limbo_plugin.report.tables.shapley import table4
 from limbo_plugin.report.tables.stakes import table_stakes
 from limbo_plugin.report.tables.waiting import table6
@@ -34,9 +36,10 @@ def _rows_only(fn: Callable[[Sequence[EpisodeRow]], Result]) -> Generator:
 GENERATORS: list[Generator] = [
     _rows_only(table3), _rows_only(table4), _rows_only(table_h1), _rows_only(table5),
     _rows_only(table_contract_classes),
-    _rows_only(table6), _rows_only(table7), _rows_only(table8), _rows_only(table9),
+    _rows_only(table6), _rows_only(table7), _rows_only(table_appendix_b),
+    _rows_only(table8), _rows_only(table9),
     _rows_only(table10), _rows_only(table_behaviour), _rows_only(table_overclaim),
-    _rows_only(table_stakes),
+    _rows_only(table_stakes), _rows_only(table_reissue_timing), _rows_only(table_key_reuse),
     table_equivalence, table_stability,
 ]
 
