@@ -36,7 +36,7 @@ from limbo_plugin.realmcp.upstream import (
     upstream_from_args,
 )
 
-SCALAR_TYPES = ("string", "integer", "number", "boolean")
+SCALAR_TYPES = ("string", "integer", "number")
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
 
@@ -243,8 +243,8 @@ class Auditor:
             match = {p: f"{{{p}}}" for p, schema in tool.properties.items()
                      if p not in args and p != key and isinstance(schema, dict)
                      and schema.get("type") in SCALAR_TYPES}
-            if match or (args and reader.required):
-                return {"tool": name, "args": args, "match": match or None, "items": ANY_LIST}
+            if match:  # without fields to recognise, any listed item would pass for the write
+                return {"tool": name, "args": args, "match": match, "items": ANY_LIST}
         return None
 
     def _consistency(self, tools: Sequence[ListedTool]) -> tuple[str, int | None]:

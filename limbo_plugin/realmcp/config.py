@@ -79,7 +79,12 @@ def load_config(path: str | Path | None) -> GuardConfig:
 
 
 def config_from_audit(document: dict[str, Any]) -> GuardConfig:
-    return GuardConfig.model_validate({"tools": document.get("tools", [])})
+    try:
+        return GuardConfig.model_validate({"tools": document.get("tools", [])})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise ConfigError(f"the audit of the listing: {where}: {error['msg']}") from None
 
 
 def definitions(listed: list[Any], config: GuardConfig) -> dict[str, ToolDefinition]:

@@ -16,9 +16,11 @@ arguments, an idempotency key left out), chosen by a seeded schedule: an intent 
 - ``http500_post``: forwarded; the client gets HTTP 500 (the server committed and then failed).
 
 The fault answers are the texts of ``specs/faults/modes.yaml``, the same bytes an agent sees in
-the benchmark. Every call goes to a JSONL log (``--log``, default ``limbo-proxy.jsonl``): its
-first line names the mode, the seed and the write tools, then one line per call with what was
-forwarded, when, and what the server answered. ``limbo proxy report LOG`` reads it.
+the benchmark. ``--config`` takes the guard's configuration (the audit, edited) where the audit
+guessed wrong about writes, keys or read-backs. Every call goes to a JSONL log (``--log``,
+default ``limbo-proxy.jsonl``): its first line names the mode, the seed, the write tools, their
+keys and read-backs, then one line per call with what was forwarded, when, and what the server
+answered. ``limbo proxy report LOG`` reads it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 import yaml
 
 from limbo_plugin.realmcp.audit import Auditor, ListedTool, command_after_dashes
+from limbo_plugin.realmcp.config import ConfigError, load_config
 from limbo_plugin.realmcp.results import result_text
 from limbo_plugin.realmcp.rules import RulesError, load_rules
 from limbo_plugin.realmcp.serving import add_serving_arguments, serve
@@ -199,10 +202,18 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
         rows = Auditor([ListedTool.from_mcp(t) for t in tools], load_rules(args.rules)).audit()
         writes = {r.tool: r.writes and not r.idempotent for r in rows}
         keys = {r.tool: r.key for r in rows}
+        read_backs = {r.tool: list(r.read_back) for r in rows}
+        for entry in load_config(args.config).tools:  # the user's corrections win
+            writes[entry.tool] = entry.writes and not entry.idempotent
+            keys[entry.tool] = entry.key
+            if entry.verify is not None and entry.verify.tool not in read_backs.get(entry.tool,
+                                                                                     []):
+                read_backs.setdefault(entry.tool, []).insert(0, entry.verify.tool)
         header = {"mode": args.inject, "seed": args.seed, "rate": args.rate,
                   "server": upstream.describe(),
                   "writes": sorted(t for t, w in writes.items() if w),
-                  "keys": {t: k for t, k in keys.items() if k}}
+                  "keys": {t: k for t, k in keys.items() if k},
+                  "read_backs": {t: r for t, r in read_backs.items() if writes.get(t)}}
         log = ProxyLog(Path(args.log), header)
         try:
             async with anyio.create_task_group() as group:
@@ -244,6 +255,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=None, help="a streamable HTTP upstream")
     parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
     parser.add_argument("--rules", default=None, help="the audit's evidence rules")
+    parser.add_argument("--config", default=None, help="the guard's config (limbo audit "
+                        "--json, edited): its writes, keys and read-backs replace the audit's")
     add_serving_arguments(parser)
     parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="the stdio server to start (or: report LOG [--json])")
@@ -281,11 +294,12 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--inject MODE is required; valid: {', '.join(MODES)} "
                              "(or: limbo proxy report LOG)")
         load_rules(args.rules)
+        load_config(args.config)
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)
         anyio.run(run_proxy, upstream, args)
-    except (ValueError, RulesError) as exc:
+    except (ValueError, RulesError, ConfigError) as exc:
         print(f"limbo proxy: {exc}", file=sys.stderr)
         return 2
     except UpstreamError as exc:

@@ -6,9 +6,10 @@ Per write tool the report counts intents, the faulted ones, and, as the transpor
 - ``duplicated``: an intent the server executed successfully twice or more without one shared
   idempotency key (whatever caused it: the client's retry, a redelivery);
 - among the faulted intents that were not duplicated: ``keyed`` (repeated, every copy with the
-  same key, which the server deduplicates), ``verified`` (a read was sent after the fault and the
-  intent was not executed twice), ``left`` (neither: not repeated, escalated, or held back
-  before the proxy, e.g. by ``limbo guard``).
+  same key, which the server deduplicates), ``verified`` (one of the tool's read-backs, as the
+  audit found them, was called after the fault and before the next call of another write),
+  ``left`` (neither: not repeated, escalated, or held back before the proxy, e.g. by
+  ``limbo guard``).
 """
 
 from __future__ import annotations
@@ -83,9 +84,7 @@ def summarize(header: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, 
         c.faulted += 1
         if repeated and not shared_key:
             continue
-        first_fault = faulted[0]["seq"]
-        read_after = any(not e.get("write") and e.get("forwarded") and e["seq"] > first_fault
-                         for e in calls)
+        read_after = _read_back_after(faulted[0], calls, header.get("read_backs", {}).get(tool))
         if shared_key:
             c.keyed += 1
         elif read_after:
@@ -93,6 +92,22 @@ def summarize(header: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, 
         else:
             c.left += 1
     return counts
+
+
+def _read_back_after(fault: dict[str, Any], calls: list[dict[str, Any]],
+                     readers: list[str] | None) -> bool:
+    """Whether a read-back of the faulted write was sent before the client moved on to
+    another write (any read counts when the log names no read-backs)."""
+    for call in calls:
+        if call["seq"] <= fault["seq"] or not call.get("forwarded"):
+            continue
+        if call.get("write"):
+            if call.get("intent") != fault.get("intent"):
+                return False
+            continue
+        if readers is None or call.get("tool") in readers:
+            return True
+    return False
 
 
 def render(header: dict[str, Any], counts: dict[str, ToolCounts]) -> str:

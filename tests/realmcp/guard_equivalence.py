@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,18 +62,21 @@ def sandbox_guard_config(contract: str = "native") -> dict[str, Any]:
 
 
 class GuardedPolicy:
-    """``mcp:blind_retry`` whose MCP server is ``limbo guard -- limbo mcp …``."""
+    """``mcp:<policy>`` whose MCP server is ``limbo guard -- [THROUGH…] limbo mcp …`` (or,
+    with ``config=None``, no guard: ``THROUGH… limbo mcp …``)."""
 
-    def __init__(self, policy: str, config: Path) -> None:
-        self.policy, self.config = policy, config
+    def __init__(self, policy: str, config: Path | None, through: Sequence[str] = ()) -> None:
+        self.policy, self.config, self.through = policy, config, list(through)
         self.name = f"mcp:{policy}"
 
     def run(self, session: AgentSession) -> None:
         with shared_sandbox().episode(session) as lease, tempfile.TemporaryFile("w+") as log:
             launch = mcp_launch(lease.url, lease.token)
-            args = ["-m", "limbo_plugin.cli", "guard", "--config", str(self.config),
-                    "--allow-missing", "--", launch.command, *launch.args]
-            outcome = _drive(sys.executable, args, launch.env, log,
+            inner = ([sys.executable, *self.through] if self.through else []) + launch.argv
+            if self.config is not None:
+                inner = [sys.executable, "-m", "limbo_plugin.cli", "guard", "--config",
+                         str(self.config), "--allow-missing", "--", *inner]
+            outcome = _drive(inner[0], inner[1:], launch.env, log,
                              lambda remote: ScriptedAgent(self.policy).run(remote), session)
         if lease.failure is not None:
             raise lease.failure

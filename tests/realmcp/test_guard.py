@@ -55,7 +55,8 @@ def _memory_env(tmp_path: Path) -> dict[str, str]:
 
 def _guarded(tmp_path: Path, config: Path | None, mode: str = "timeout_post") -> tuple:
     log = tmp_path / "proxy.jsonl"
-    behind = proxy_command(mode, log, [real_server("memory")])
+    extra = ("--config", str(config)) if config else ()
+    behind = proxy_command(mode, log, [real_server("memory")], *extra)
     guard = ["python", "-m", "limbo_plugin.cli", "guard",
              *(["--config", str(config)] if config else []), "--", *behind]
     done = drive_policy("blind_retry", guard, [("create_entities", ADA)],
@@ -91,3 +92,40 @@ def test_guard_start_errors_are_one_line(tmp_path) -> None:
     bad.write_text("tools:\n  - tool: x\n    writes: maybe\n")
     done = limbo("guard", "--config", str(bad), "--", "python", "-c", "pass")
     assert done.returncode == 2 and str(bad) in done.stderr and "writes" in done.stderr
+
+
+CROSS_POST = EpisodeKey(template="cross_post", instance=0, focal_write="baseline",
+                        fault_mode="none")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("guarded", [False, True], ids=["bare", "guarded"])
+def test_proxy_injected_duplicates_vanish_where_keys_or_read_backs_exist(
+        guarded: bool, sandbox_config: Path, tmp_path: Path) -> None:
+    """blind_retry on cross_post with every write's first call answered by a timeout after it
+    committed (``limbo proxy --inject timeout_post`` in front of the sandbox server): X has
+    neither key nor read-back, Mastodon takes a key, email can be read back after its lag."""
+    from guard_equivalence import GuardedPolicy
+    from realkit import REGISTRY
+
+    from limbo_plugin.episode import run_episode
+    from limbo_plugin.runconfig import RunConfig
+
+    log = tmp_path / "proxy.jsonl"
+    through = ["-m", "limbo_plugin.cli", "proxy", "--inject", "timeout_post", "--log",
+               str(log), "--"]
+    agent = GuardedPolicy("blind_retry", sandbox_config if guarded else None, through)
+    record = run_episode(CROSS_POST, RunConfig(agent="mcp:blind_retry"), registry=REGISTRY,
+                         agent=agent)
+    counts = report_json(log)
+    rows = {t: (c["faulted"], c["duplicated"], c["keyed"], c["verified"], c["left"])
+            for t, c in counts.items() if c["intents"]}
+    if not guarded:
+        assert rows == {"x_publish": (1, 1, 0, 0, 0), "mastodon_publish": (1, 1, 0, 0, 0),
+                        "email_send": (1, 1, 0, 0, 0)}
+        assert record.duplicates == 3
+    else:
+        assert rows == {"x_publish": (1, 0, 0, 0, 1),        # blocked: escalate first
+                        "mastodon_publish": (1, 0, 1, 0, 0),  # the pinned key deduplicates
+                        "email_send": (1, 0, 0, 1, 0)}        # read back after its lag
+        assert record.duplicates == 0

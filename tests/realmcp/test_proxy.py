@@ -49,7 +49,8 @@ def test_blind_retry_duplicates_under_timeout_post(tmp_path, memory) -> None:
 def test_verify_first_reads_back_instead(tmp_path, memory) -> None:
     config = tmp_path / "memory.yaml"
     config.write_text(MEMORY_VERIFY)
-    counts = _run("verify_first", "timeout_post", tmp_path, memory, config)
+    counts = _run("verify_first", "timeout_post", tmp_path, memory, config,
+                  "--config", str(config))
     assert (counts["faulted"], counts["duplicated"], counts["verified"]) == (1, 0, 1)
 
 
