@@ -31,6 +31,10 @@ class ListingOnly:
     def __init__(self, tools: list[ToolDefinition]) -> None:
         self.tools = tools
 
+    @property
+    def shared_tools(self) -> list[ToolDefinition]:
+        return self.tools
+
     def call(self, name: str, arguments: Any = None) -> ToolResult:
         raise AssertionError(f"the audit called {name}")
 
