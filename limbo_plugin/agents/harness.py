@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo_plugin.agents.base import AgentSession, InfrastructureError
+from limbo_plugin.agents.harness_catalog import model_entry
 from limbo_plugin.agents.harness_install import (
     harness_environment,
     resolve_executable,
@@ -100,6 +101,8 @@ class HarnessAgent:
         self.executable = resolve_executable(spec)
         # Before the first episode: a CLI's first run may unpack itself into {cache}.
         self.version = version_of(spec, self.executable)
+        # The harness's own per-model metadata (its system prompt), read from the harness.
+        self.model_entry = model_entry(spec, self.executable, model)
         self._sandbox = sandbox
 
     def run(self, session: AgentSession) -> None:
@@ -155,7 +158,7 @@ class HarnessAgent:
             "preamble": HARNESS_PREAMBLE, "task": session.instruction, "model": self.model,
             "api_base": self.api_base, "api_key": self.api_key, "server": SERVER_NAME,
             "tools": [tool_name.replace("{tool}", t.name) for t in session.shared_tools],
-            "timeout_s": str(int(self.timeout_s)), **mcp,
+            "timeout_s": str(int(self.timeout_s)), "model_entry": self.model_entry, **mcp,
         }
 
     def _keep_transcript(self, session: AgentSession, root: Path, home: Path) -> str | None:

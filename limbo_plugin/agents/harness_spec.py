@@ -44,6 +44,9 @@ PLACEHOLDERS: dict[str, str] = {
     "mcp_url": "the MCP server's streamable-HTTP URL (mcp_transport: streamable-http)",
     "tools": "the harness's names for the episode's tools (a list, from tool_name)",
     "timeout_s": "the wall-clock limit in seconds",
+    "model_entry": "the harness's own catalog entry for the model, with the adapter's "
+                   "overrides, or the adapter's fallback for a model it does not know "
+                   "(model_catalog)",
 }
 STDIO_ONLY = frozenset({"mcp_command", "mcp_args", "mcp_env"})
 HTTP_ONLY = frozenset({"mcp_url"})
@@ -131,6 +134,20 @@ class ErrorSpec(_Strict):
         return self
 
 
+class ModelCatalogSpec(_Strict):
+    """Where the harness keeps its own per-model metadata (its system prompt among it):
+    ``command`` prints it as JSON, ``entries`` is the dotted path of the list of entries and
+    ``key`` the field naming the model. A model the harness knows gets its own entry with
+    ``overrides`` applied (which tools it may be offered); any other model gets ``fallback``
+    (``{model}`` filled in). See :mod:`limbo_plugin.agents.harness_catalog`."""
+
+    command: list[str] = Field(min_length=1)
+    entries: str = "models"
+    key: str = "slug"
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    fallback: dict[str, Any]
+
+
 class HarnessSpec(_Strict):
     """One harness adapter (``specs/harnesses/<name>.yaml``)."""
 
@@ -156,6 +173,8 @@ class HarnessSpec(_Strict):
     before it is stopped."""
     transcript: list[SourceSpec] = Field(default_factory=lambda: [SourceSpec(source="stdout")])
     usage: UsageSpec | None = None
+    model_catalog: ModelCatalogSpec | None = None
+    """The harness's own model catalog, read from the harness, for ``{model_entry}``."""
     model_errors: list[ErrorSpec] = Field(default_factory=list)
     """Signs that the model gateway failed (after the CLI's own retries): such an episode,
     unless it had already finished, is an infrastructure error, like a provider error in the
@@ -197,7 +216,14 @@ def _check_placeholders(doc: LoadedYaml, spec: HarnessSpec) -> None:
     for path, text in _strings(doc.data, ()):
         if path and path[0] in ("description", "tool_name", "name", "install"):
             continue
+        if path[:2] in (("model_catalog", "overrides"), ("model_catalog", "fallback")) and (
+                set(placeholders_in(text)) <= {"model"}):
+            continue
         for name in placeholders_in(text):
+            if name == "model_entry" and spec.model_catalog is None:
+                raise SpecError(doc.file, "{model_entry} needs a model_catalog section (where "
+                                "the harness keeps its own per-model metadata)",
+                                line=doc.line_of(path), path=format_path(path))
             if name not in allowed:
                 hint = ""
                 if name in PLACEHOLDERS:

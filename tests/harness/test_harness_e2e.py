@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from limbo_plugin.agents.harness_catalog import harness_catalog, is_known, model_entry
 from limbo_plugin.agents.harness_install import (
     BUILT_IN,
     cache_root,
@@ -126,3 +127,52 @@ def test_a_gateway_that_keeps_failing_is_an_infrastructure_error_not_a_graded_fa
     assert record.error is not None and "the model gateway failed" in record.error
     assert record.harness is not None and record.harness.tool_listings == 1
 
+
+
+@pytest.mark.slow
+def test_codex_sends_its_own_instructions_for_a_model_it_knows(
+        model_server: OpenAIServer, tmp_path: Path) -> None:
+    """The paper asks what the harness contributes, and its system prompt is part of it: for a
+    model Codex knows, the instructions Codex itself ships for that model (``codex debug
+    models``) reach the model server, and the tools it may offer are still restricted."""
+    _require("codex")
+    known = "gpt-5.5"
+    spec = find_harness("codex")
+    executable = installed_executable(spec)
+    assert executable is not None
+    shipped = next(entry["base_instructions"] for entry in harness_catalog(spec, executable)
+                   if entry["slug"] == known)
+    assert len(shipped) > 5000  # Codex's own prompt, not a one-line stand-in
+    model_server.model = PolicyModel("verify_first", registry=REGISTRY, max_instance=1)
+    options = AgentOptions(model_options=model_server.model_options(), reports_dir=str(tmp_path))
+    record = run_episode(LOST_ACK, RunConfig(agent=f"harness:codex:{known}"),
+                         agent_options=options, registry=REGISTRY)
+    assert record.error is None, record.error
+    assert record.eos
+    first = model_server.requests[0].raw or {}
+    sent = [part.get("text", "") for item in first.get("input", [])
+            if item.get("role") in ("developer", "system")
+            for part in item.get("content", []) if isinstance(part, dict)]
+    sent.append(str(first.get("instructions") or ""))
+    assert any(shipped in text for text in sent), "Codex's own instructions did not arrive"
+    offered = {str(t.get("name") or t.get("type")) for t in first.get("tools", [])}
+    assert "mcp__acme" in offered
+    assert not offered & {"view_image", "request_user_input", "shell", "exec_command",
+                          "apply_patch", "web_search", "update_plan"}, offered
+
+
+@pytest.mark.slow
+def test_codex_uses_the_fallback_entry_only_for_a_model_it_does_not_know(
+        model_server: OpenAIServer, tmp_path: Path) -> None:
+    _require("codex")
+    spec = find_harness("codex")
+    executable = installed_executable(spec)
+    assert executable is not None
+    assert is_known(spec, executable, "gpt-5.5") and not is_known(spec, executable, "scripted")
+    entry = model_entry(spec, executable, "scripted")
+    assert entry is not None and entry["slug"] == "scripted"
+    assert spec.model_catalog is not None
+    assert entry["base_instructions"] == spec.model_catalog.fallback["base_instructions"]
+    known = model_entry(spec, executable, "gpt-5.5")
+    assert known is not None and known["base_instructions"] != entry["base_instructions"]
+    assert known["experimental_supported_tools"] == []  # the overrides apply

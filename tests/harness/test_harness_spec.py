@@ -38,6 +38,8 @@ def test_the_built_in_adapters_load_and_pin_their_cli(name: str) -> None:
     (MINIMAL + "usage: {source: stdout, format: sqlite}\n", 3, "needs a query"),
     (MINIMAL + "tool_name: acme-tool\n", 3, "must contain {tool}"),
     ("name: mine\ncommand: [x\n", 3, "YAML syntax error"),
+    ("name: mine\ncommand: [x, \"{model_entry}\"]\n", 2, "needs a model_catalog"),
+    (MINIMAL + "model_catalog: {command: [x]}\n", 3, "fallback"),
 ])
 def test_a_broken_adapter_is_one_line_with_file_and_line(tmp_path: Path, text: str, line: int,
                                                         message: str) -> None:
