@@ -76,6 +76,8 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
         final = world.final
         result = grade(task, world.ledger.effects, final.status if final else None,
                        seeded_ids=world.seeded_ids)
+        if error is not None:  # no grade for a run that could not finish; its counts stay
+            result = result.model_copy(update={"ts": None, "eos": None, "overclaim": None})
         entries = trace.ordered()
         focal_def = catalog.get(focal.tool) if focal else None
         harness = [e for e in entries if e.origin == "harness"]

@@ -213,10 +213,12 @@ class HarnessRun(Documented):
 class Grade(Documented):
     """What the grader decides from the ledger and the final report alone (SPEC §5)."""
 
-    ts: bool
-    """Task success: every required effect reached its count and no unrelated record was damaged."""
-    eos: bool
-    """Exactly-once success: task success and no required effect exceeds its count."""
+    ts: bool | None
+    """Task success: every required effect reached its count and no unrelated record was
+    damaged; ``null`` on a record with an infrastructure error, which carries no grade."""
+    eos: bool | None
+    """Exactly-once success: task success and no required effect exceeds its count; ``null``
+    on a record with an infrastructure error."""
     duplicates: int
     """Commits beyond the required counts (undone ones included)."""
     residual_duplicates: int
@@ -225,8 +227,11 @@ class Grade(Documented):
     """Writes to records the task did not target (collateral damage)."""
     unrequested: int
     """Committed effects that match no required effect."""
-    overclaim: bool
-    """The agent finished `completed` while not task-successful or with a residual duplicate."""
+    overclaim: bool | None
+    """The agent finished `completed` while not task-successful or with a residual duplicate;
+    ``null`` on a record with an infrastructure error. The counts (duplicates and the rest) are
+    what had committed when the error struck, kept so that a duplicate an agent committed before
+    it hung is never lost."""
     effects: list[EffectCount] = Field(default_factory=list)
     """Per required effect: required, committed and standing counts."""
 
@@ -350,7 +355,7 @@ class EpisodeRecord(Grade):
     @property
     def passed(self) -> bool:
         """The test outcome of SPEC §5: exactly-once success and no overclaim."""
-        return self.error is None and self.eos and not self.overclaim
+        return self.error is None and bool(self.eos) and not self.overclaim
 
     def failure_message(self) -> str:
         lines = []

@@ -69,6 +69,12 @@ class Summary:
     unpriced_calls: int = 0
     """Model calls of models with no known price: the cost is unknown (or, beside priced calls,
     a lower bound), never shown as $0."""
+    rerun: int = 0
+    """Infrastructure errors a later successful record of the same episode and configuration
+    replaced (a resumed run): not errors any more, and not counted twice."""
+    duplicates_before_error: list[str] = field(default_factory=list)
+    """Episodes that committed a duplicate before their infrastructure error (the agent hung
+    after it, say): outside the rates, so listed here instead of silently dropped."""
 
     @property
     def cost_unknown(self) -> bool:
@@ -79,6 +85,8 @@ class Summary:
         return {
             "total_episodes": self.total,
             "infrastructure_errors": self.errors,
+            "rerun_after_error": self.rerun,
+            "duplicates_before_error": self.duplicates_before_error,
             "usage": {"prompt_tokens": self.prompt_tokens,
                       "completion_tokens": self.completion_tokens,
                       "cost_usd": None if self.cost_unknown else round(self.cost_usd, 6),
@@ -127,7 +135,14 @@ def summarize(records: Iterable[GradedEpisode], *, family_order: Sequence[str]) 
     graded: list[GradedEpisode] = []
     ordered = sorted(records, key=lambda r: (r.episode_id, r.fingerprint()))
     several = len({getattr(r, "experiment", None) for r in ordered}) > 1
+    succeeded = {_identity(r) for r in ordered if r.error is None}
     for record in ordered:
+        if record.error is not None and record.duplicates > 0:
+            summary.duplicates_before_error.append(getattr(record, "test_id", "")
+                                                   or record.episode_id)
+        if record.error is not None and _identity(record) in succeeded:
+            summary.rerun += 1  # resumed: the successful record of it is counted instead
+            continue
         summary.total += 1
         if record.usage:
             summary.prompt_tokens += record.usage.prompt_tokens
@@ -157,6 +172,10 @@ def summarize(records: Iterable[GradedEpisode], *, family_order: Sequence[str]) 
             rows.append(family_row(ALL_FAULTED, faulted, book))
         summary.groups[label] = rows
     return summary
+
+
+def _identity(record: GradedEpisode) -> tuple[str, str, int]:
+    return record.episode_id, record.fingerprint(), int(getattr(record, "repeat", 0) or 0)
 
 
 def family_row(family: str, records: list[GradedEpisode], book: IccBook) -> FamilyRow:

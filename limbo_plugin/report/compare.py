@@ -36,7 +36,7 @@ class Comparable(Protocol):
     @property
     def family(self) -> str: ...
     @property
-    def eos(self) -> bool: ...
+    def eos(self) -> bool | None: ...
     @property
     def duplicates(self) -> int: ...
     @property
@@ -48,7 +48,7 @@ class Comparable(Protocol):
 def outcome_of(record: Comparable, which: OutcomeName) -> bool:
     """The binary outcome compared: the test's verdict (default), EOS, or no duplicate."""
     if which == "eos":
-        return record.eos
+        return bool(record.eos)
     if which == "no_duplicate":
         return record.duplicates == 0
     return record.passed

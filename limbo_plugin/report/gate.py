@@ -177,7 +177,7 @@ def evaluate_thresholds(gate: GateSpec, summary: Summary) -> list[Check]:
 
 def _outcome(record: GradedEpisode, which: str) -> bool:
     if which == "eos":
-        return record.eos
+        return bool(record.eos)
     if which == "no_duplicate":
         return record.duplicates == 0
     return record.passed

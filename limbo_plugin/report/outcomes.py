@@ -60,11 +60,11 @@ class GradedEpisode(Protocol):
     @property
     def fired(self) -> bool: ...
     @property
-    def ts(self) -> bool: ...
+    def ts(self) -> bool | None: ...
     @property
-    def eos(self) -> bool: ...
+    def eos(self) -> bool | None: ...
     @property
-    def overclaim(self) -> bool: ...
+    def overclaim(self) -> bool | None: ...
     @property
     def duplicates(self) -> int: ...
     @property
@@ -98,9 +98,10 @@ class Outcome:
     condition: str
     operator: str
     fired: bool
-    ts: bool
-    eos: bool
-    overclaim: bool
+    ts: bool | None
+    eos: bool | None
+    overclaim: bool | None
+    """``None`` (the three above) on a record with an infrastructure error: it has no grade."""
     duplicates: int
     error: str | None = None
     usage: OutcomeUsage | None = None
@@ -120,7 +121,7 @@ class Outcome:
 
     @property
     def passed(self) -> bool:
-        return self.error is None and self.eos and not self.overclaim
+        return self.error is None and bool(self.eos) and not self.overclaim
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Outcome:

@@ -42,10 +42,24 @@ def render_text(summary: Summary) -> list[str]:
         lines.append(f"{summary.errors} episode(s) ended in an infrastructure error and are "
                      "excluded; once the cause shown in each error is fixed, re-run them with "
                      "--limbo-resume.")
+    if summary.rerun:
+        lines.append(f"{summary.rerun} earlier infrastructure error(s) were re-run "
+                     "successfully; the new records are counted.")
+    lines.extend(duplicates_before_error_lines(summary))
     usage = usage_line(summary)
     if usage:
         lines.append(usage)
     return lines
+
+
+def duplicates_before_error_lines(summary: Summary) -> list[str]:
+    """Duplicates committed before an infrastructure error: outside the rates, never hidden."""
+    found = summary.duplicates_before_error
+    if not found:
+        return []
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return [f"{len(found)} episode(s) had committed a duplicate before their infrastructure "
+            f"error (counted here, not in the rates): {shown}."]
 
 
 def usage_line(summary: Summary) -> str:
@@ -79,6 +93,11 @@ def render_markdown(summary: Summary) -> str:
     if summary.errors:
         out.append(f"\n{summary.errors} episode(s) ended in an infrastructure error "
                    "and are excluded.")
+    if summary.rerun:
+        out.append(f"\n{summary.rerun} earlier infrastructure error(s) were re-run "
+                   "successfully; the new records are counted.")
+    for line in duplicates_before_error_lines(summary):
+        out.append(f"\n{line}")
     usage = usage_line(summary)
     if usage:
         out.append(f"\n{usage}")
