@@ -62,7 +62,7 @@ def _fit_gee(
     import numpy as np
     import statsmodels.api as sm
     from patsy import PatsyError
-    from statsmodels.tools.sm_exceptions import ConvergenceWarning
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning, IterationLimitWarning
 
     try:
         model = sm.GEE.from_formula(
@@ -81,12 +81,17 @@ def _fit_gee(
             f"the design of {formula!r} has {exog.shape[1]} columns but rank {rank}: some terms "
             f"are collinear (columns {model.exog_names})"
         )
+    _check_no_separation(exog, np.asarray(model.endog), model.exog_names, formula)
     _check_no_leverage_one(exog, np.asarray(model.groups), model.exog_names, formula)
     with warnings.catch_warnings():
+        # Numerical warnings on the way (overflow in exp, 0/0 in a covariance) are not printed:
+        # every result is checked below, and an unusable one is a ValueError that says why.
+        warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("error", ConvergenceWarning)
+        warnings.simplefilter("error", IterationLimitWarning)
         try:
             result = model.fit(cov_type="bias_reduced")
-        except ConvergenceWarning as exc:
+        except (ConvergenceWarning, IterationLimitWarning) as exc:
             raise ValueError(f"GEE for {formula!r} did not converge: {exc}") from exc
         except np.linalg.LinAlgError as exc:
             raise ValueError(
@@ -94,6 +99,27 @@ def _fit_gee(
                 "has leverage 1, e.g. it is the only cluster at some level of a term"
             ) from exc
     return model, result
+
+
+def _check_no_separation(exog: Any, endog: Any, names: list[str], formula: str) -> None:
+    """Refuse a 0/1 column of the design on one side of which the outcome never varies (a level
+    with only 0s or only 1s): its coefficient is infinite (quasi-complete separation). Decided on
+    the data before fitting, so the message names the term; a fit would instead run off towards
+    infinity and fail later with undefined standard errors."""
+    import numpy as np
+
+    for j, name in enumerate(names):
+        column = exog[:, j]
+        if name == "Intercept" or not np.isin(column, (0.0, 1.0)).all():
+            continue
+        for side in (1.0, 0.0):
+            outcomes = endog[column == side]
+            if 0 < outcomes.size < endog.size and np.unique(outcomes).size == 1:
+                raise ValueError(
+                    f"separation in {formula!r}: every episode with {name} = {side:.0f} has "
+                    f"outcome {outcomes[0]:.0f}, so its odds ratio is infinite; merge or drop "
+                    "that level"
+                )
 
 
 def _check_no_leverage_one(exog: Any, groups: Any, names: list[str], formula: str) -> None:

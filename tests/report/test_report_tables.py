@@ -379,7 +379,8 @@ def test_without_variants_the_tables_keep_their_columns(tmp_path: Path) -> None:
 # -- Tables 8 and 9 ------------------------------------------------------------------------------
 def test_tables_8_and_9_harnesses(tmp_path: Path) -> None:
     minimal = cell(4, 1, agent="litellm:m1")
-    copilot = cell(4, 2, agent="harness:copilot:m1")
+    copilot = cell(4, 2, agent="harness:copilot:m1",
+                   usage={"prompt_tokens": 1000, "completion_tokens": 200})
     copilot_late = cell(2, 2, agent="harness:copilot:m1", fault_mode="timeout_late")
     copilot_guard = cell(4, 0, agent="harness:copilot:m1", condition="guard")
     copilot_keys = cell(4, 0, agent="harness:copilot:m1", condition="guard",
@@ -395,7 +396,9 @@ def test_tables_8_and_9_harnesses(tmp_path: Path) -> None:
     check(t8.rows[1]["dup_late_commit"], 2, 2, copilot_late, native, dup)
     check(t8.rows[1]["eos_native"], 2, 6, [*copilot, *copilot_late], native, lambda r: r.eos)
     check(t8.rows[1]["eos_guard"], 4, 4, copilot_guard, native, lambda r: r.eos)
+    assert t8.rows[1]["tokens"] == pytest.approx(1200.0)
     assert t8.rows[0]["eos_guard"].n == 0  # type: ignore[union-attr]
+    assert t8.rows[0]["tokens"] is None  # no usage recorded: empty, never zero
     t9 = table9(rows)
     assert isinstance(t9, Table)
     assert [c.key for c in t9.columns][2:] == ["native|vanilla", "native|guard",
@@ -507,16 +510,22 @@ def test_every_table_is_a_table_or_a_reason(tmp_path: Path) -> None:
 # -- H4 ------------------------------------------------------------------------------------------
 def test_h4_stakes_irreversible_against_reversible(tmp_path: Path) -> None:
     def episodes(n: int, k: int, irreversible: bool, first: int) -> list[EpisodeRecord]:
+        # a keyed retry re-sends without checking too (the first unchecked one of each group)
         return [record(template=("t1", "t2")[i % 2], instance=first + i,
-                       behaviour="blind_retry" if i < k else "verify_then_skip",
-                       focal_irreversible=irreversible) for i in range(n)]
+                       behaviour=("retry_same_key" if i == 0 else "blind_retry") if i < k
+                       else "verify_then_skip", focal_irreversible=irreversible)
+                for i in range(n)]
 
     hard, soft = episodes(10, 3, True, 0), episodes(20, 2, False, 100)
-    ignored = [record(fault_mode="redelivery", behaviour="blind_retry", focal_irreversible=True)]
+    ignored = [record(fault_mode="redelivery", behaviour="blind_retry", focal_irreversible=True),
+               # a refund: irreversible, but naturally idempotent: not the paper's irreversible
+               record(instance=500, behaviour="blind_retry", focal_irreversible=True,
+                      focal_tool="billing_refund_charge",
+                      focal_idempotency="naturally_idempotent")]
     table = table_stakes(rows_of(tmp_path, [*hard, *soft, *ignored]))
     assert isinstance(table, Table)
     (row,) = table.rows
-    blind = lambda r: r.behaviour == "blind_retry"  # noqa: E731
+    blind = lambda r: r.behaviour in ("blind_retry", "retry_same_key")  # noqa: E731
     check(row["irreversible"], 3, 10, hard, [*hard, *soft], blind)
     check(row["reversible"], 2, 20, soft, [*hard, *soft], blind)
     expected = tost_independent([True] * 3 + [False] * 7, [True] * 2 + [False] * 18)
@@ -524,5 +533,7 @@ def test_h4_stakes_irreversible_against_reversible(tmp_path: Path) -> None:
     assert (row["low"], row["high"]) == (pytest.approx(100 * expected.low),
                                          pytest.approx(100 * expected.high))
     assert row["p"] == pytest.approx(expected.pvalue) and row["equivalent"] == "no"
+    from scipy.stats import fisher_exact
+    assert row["p_difference"] == pytest.approx(fisher_exact([[3, 7], [2, 18]]).pvalue)
     skipped = table_stakes(rows_of(tmp_path, soft))
     assert isinstance(skipped, Skipped) and "irreversible and reversible" in skipped.reason

@@ -290,3 +290,22 @@ def test_bad_input_is_a_clear_error(
 def test_confidence_outside_the_unit_interval_is_an_error() -> None:
     with pytest.raises(ValueError, match="confidence must lie in"):
         gee_logit(_rows(CLUSTERS), "duplicate ~ C(arm)", "template", confidence=1.0)
+
+
+def test_separation_is_named_and_nothing_is_printed() -> None:
+    """A model that always duplicates: its odds ratio is infinite. The error says separation
+    and names the term (it used to say "too few clusters per term"), and no numerical warning
+    of the failed fit reaches the terminal."""
+    import random
+    import warnings
+
+    rng = random.Random(1)
+    rows = [{"duplicate": flag, "weak": w, "model": m, "template": f"t{t}"}
+            for t in range(12) for _ in range(5)
+            for flag, w, m in ((int(rng.random() < 0.4), 0, "m1"),
+                               (int(rng.random() < 0.5), 1, "m2"), (1, t % 2, "m3"))]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match=r"separation .*C\(model\)\[T\.m3\] = 1"):
+            gee_logit(rows, "duplicate ~ weak + C(model)", cluster="template")
+    assert caught == []

@@ -26,6 +26,7 @@ from limbo_plugin.report.tables.base import (
     Table,
     group,
     icc_note,
+    mean,
     rate,
 )
 
@@ -62,7 +63,8 @@ def table8(rows: Sequence[EpisodeRow]) -> Result:
     columns += [Column(f"dup_{f}", f"dup {f}", "rate") for f in families]
     columns += [Column("dup_all", "dup (all faulted)", "rate"),
                 Column("eos_native", "EOS native", "rate"),
-                Column("eos_guard", "EOS guard", "rate")]
+                Column("eos_guard", "EOS guard", "rate"),
+                Column("tokens", "tokens per episode", "float", digits=0)]
     table = Table(ID8, TITLE8, "Native contract: vanilla duplicate rate by fault family, and "
                   "exactly-once success over fired faulted episodes without and with the guard "
                   "(deployed in the MCP server for harnesses).", columns)
@@ -78,10 +80,16 @@ def table8(rows: Sequence[EpisodeRow]) -> Result:
         cells["dup_all"] = rate(plain, DUPLICATE, book)
         cells["eos_native"] = rate(plain, EOS, book)
         cells["eos_guard"] = rate(guarded, EOS, book) if guard else None
+        spent = [float(r.tokens) for r in rows if r.contract == "native"
+                 and r.condition == "vanilla" and _harness_key(r) == key
+                 and r.tokens is not None]
+        cells["tokens"] = mean(spent)
         table.rows.append(cells)
     if not guard:
         table.notes.append("No guard episodes: the EOS guard column is empty.")
-    table.notes.append(icc_note(book, DUPLICATE, EOS))
+    table.notes.append(icc_note(book, DUPLICATE, EOS) + " Tokens: mean prompt + completion "
+                       "tokens per native vanilla episode (fault-free ones included), where the "
+                       "agent recorded usage.")
     return table
 
 

@@ -1,10 +1,15 @@
 """H4 (paper §6.4): are agents more careful with irreversible writes?
 
 After an ambiguous fault (a timeout, a 500 or a partial batch whose outcome the response does not
-tell), the share of episodes in which the agent re-issued the focal write without checking
-(behaviour ``blind_retry``), for irreversible focal writes (an email, a comment) against reversible
-ones. Different writes, so different episodes: the equivalence test is the TOST for two
-independent proportions with a ±5 pp margin; its 90% interval is the one TOST inverts.
+tell), the share of episodes in which the agent re-issued the focal write without checking — a
+blind retry, or a retry with a key (``retry_same_key``, ``retry_new_key``: re-sent without
+reading back) — for irreversible focal writes against reversible ones. As the paper defines
+them, both are writes a repeat duplicates: *irreversible* is an email or a comment (a
+non-idempotent write with no compensation), not a refund, which is naturally idempotent and
+cannot be repeated into a duplicate; idempotent writes are in neither group. Different writes,
+so different episodes: the equivalence test is the TOST for two independent proportions with a
+±5 pp margin (its 90% interval is the one TOST inverts), and the difference itself is tested
+with Fisher's exact test (two-sided).
 """
 
 from __future__ import annotations
@@ -30,16 +35,29 @@ MARGIN = 0.05
 ALL_AGENTS = "all agents"
 
 
+IDEMPOTENT = frozenset({"idempotent", "naturally_idempotent"})
+UNCHECKED_BEHAVIOURS = frozenset({"blind_retry", "retry_same_key", "retry_new_key"})
+
+
 def in_scope(row: EpisodeRow) -> bool:
     return (ambiguous(row) and row.behaviour is not None
-            and row.focal_irreversible is not None)
+            and row.focal_irreversible is not None
+            and row.focal_idempotency is not None and row.focal_idempotency not in IDEMPOTENT)
 
 
 def unchecked(row: EpisodeRow) -> bool:
-    return row.behaviour == "blind_retry"
+    return row.behaviour in UNCHECKED_BEHAVIOURS
 
 
 UNCHECKED = Measure("re-issued unchecked", unchecked, in_scope)
+
+
+def difference_p(hard: Sequence[EpisodeRow], soft: Sequence[EpisodeRow]) -> float:
+    """Fisher's exact test (two-sided) of the two shares."""
+    from scipy.stats import fisher_exact
+
+    a, b = sum(map(unchecked, hard)), sum(map(unchecked, soft))
+    return float(fisher_exact([[a, len(hard) - a], [b, len(soft) - b]]).pvalue)
 
 
 def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
@@ -56,10 +74,13 @@ def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
                Column("reversible", "reversible: re-issued unchecked", "rate"),
                Column("difference", "difference (pp)", "float"),
                Column("low", "90% low (pp)", "float"), Column("high", "90% high (pp)", "float"),
+               Column("p_difference", "difference p (Fisher)", "pvalue"),
                Column("p", "TOST p", "pvalue"), Column("equivalent", "within ±5 pp")]
     table = Table(ID, TITLE, "After an ambiguous fault, the share of episodes in which the "
-                  "agent re-issued the focal write without checking, irreversible against "
-                  "reversible focal writes; TOST for independent proportions, ±5 pp.", columns)
+                  "agent re-issued the focal write without checking (a blind or keyed retry), "
+                  "irreversible (email, comment) against reversible non-idempotent focal "
+                  "writes; Fisher's exact test of the difference; TOST for independent "
+                  "proportions, ±5 pp.", columns)
     for agent in [*agents, ALL_AGENTS] if len(agents) > 1 else agents:
         mine = scope if agent == ALL_AGENTS else [r for r in scope if r.agent == agent]
         hard = [r for r in mine if r.focal_irreversible]
@@ -71,7 +92,8 @@ def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
                 test = tost_independent([unchecked(r) for r in hard],
                                         [unchecked(r) for r in soft], margin=MARGIN)
             cells.update(difference=100 * test.diff, low=100 * test.low, high=100 * test.high,
-                         p=test.pvalue, equivalent="yes" if test.equivalent else "no")
+                         p=test.pvalue, equivalent="yes" if test.equivalent else "no",
+                         p_difference=difference_p(hard, soft))
         table.rows.append(cells)
     table.notes.append(icc_note(book, UNCHECKED) + " 'no' means equivalence within ±5 pp could "
                        "not be established, not that the shares differ.")
