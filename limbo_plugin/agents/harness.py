@@ -50,7 +50,13 @@ from limbo_plugin.agents.harness_install import (
     shared_cache,
     version_of,
 )
-from limbo_plugin.agents.harness_spec import FileSpec, HarnessSpec, render, render_command
+from limbo_plugin.agents.harness_spec import (
+    FileSpec,
+    HarnessSpec,
+    SourceSpec,
+    render,
+    render_command,
+)
 from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.prompts import HARNESS_PREAMBLE, harness_prompt
 from limbo_plugin.errors import UsageError
@@ -128,7 +134,8 @@ class HarnessAgent:
                 wall_s=round(execution.wall_s, 3), exit_code=execution.exit_code,
                 timed_out=execution.timed_out, stopped_after_end=execution.stopped_after_end,
                 tool_listings=lease.listings, tool_calls=lease.calls, transcript=transcript)
-            problem = (_infrastructure_problem(lease, execution, session, self.timeout_s)
+            problem = (_infrastructure_problem(lease, execution, session, self.timeout_s,
+                                               self.spec)
                        or _model_error(self.spec, session, root, home))
             stderr_tail = _tail(root / "stderr")
         if lease.failure is not None:
@@ -167,7 +174,10 @@ class HarnessAgent:
         episode = session.episode_id or "episode"
         target = self.reports_dir / "transcripts" / episode / f"{slug}-{uuid.uuid4().hex[:8]}"
         kept = 0
-        for number, source in enumerate(self.spec.transcript):
+        sources = list(self.spec.transcript)
+        if not any(source.source == "stderr" for source in sources):
+            sources.append(SourceSpec(source="stderr"))  # why a CLI failed is always kept
+        for number, source in enumerate(sources):
             for path in _source_files(source.source, root, home):
                 name = f"{number:02d}-{path.name}"
                 target.mkdir(parents=True, exist_ok=True)
@@ -238,8 +248,10 @@ def _kill_group(pgid: int) -> None:
 
 
 def _infrastructure_problem(lease: EpisodeLease, execution: Execution, session: AgentSession,
-                            timeout_s: float) -> str | None:
-    """Why this run cannot be graded, judged from the sandbox's log (not the exit code)."""
+                            timeout_s: float, spec: HarnessSpec) -> str | None:
+    """Why this run cannot be graded, judged from the sandbox's log and, for a CLI that exits
+    with an error before the episode ended, its exit status (unless the adapter says such an
+    exit is the agent's own)."""
     if execution.timed_out:
         return (f"did not finish within the wall-clock limit of {timeout_s:g} s "
                 f"({lease.calls} tool calls made)")
@@ -249,6 +261,10 @@ def _infrastructure_problem(lease: EpisodeLease, execution: Execution, session: 
     if (execution.exit_code is not None and execution.exit_code < 0
             and not execution.stopped_after_end and not session.over):
         return f"the CLI was killed by signal {-execution.exit_code} before the task ended"
+    if (execution.exit_code is not None and execution.exit_code > 0 and not session.over
+            and spec.nonzero_exit == "infrastructure"):
+        return (f"the CLI exited with status {execution.exit_code} before the task ended "
+                f"({lease.calls} tool calls made)")
     return None
 
 

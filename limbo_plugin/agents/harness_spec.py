@@ -171,6 +171,10 @@ class HarnessSpec(_Strict):
     grace_s: float = Field(default=15.0, ge=0, le=3600)
     """After the episode ends (finish, or the call budget), how long the CLI may take to exit
     before it is stopped."""
+    nonzero_exit: Literal["infrastructure", "graded"] = "infrastructure"
+    """What a non-zero exit before the episode ended (``finish`` or the call budget) means:
+    by default the CLI failed (its gateway was down, say), an infrastructure error re-run on
+    resume; ``graded`` for a CLI whose non-zero exit is the agent's own decision to stop."""
     transcript: list[SourceSpec] = Field(default_factory=lambda: [SourceSpec(source="stdout")])
     usage: UsageSpec | None = None
     model_catalog: ModelCatalogSpec | None = None

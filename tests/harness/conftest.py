@@ -40,7 +40,7 @@ def fake_harness(tmp_path: Path) -> Any:
             "command": [sys.executable, str(FAKE_CLI), mode, "{home}/mcp.json", "{prompt}"],
             "usage": {"source": "stdout", "where": {"type": "usage"},
                       "prompt_tokens": "prompt", "completion_tokens": "completion"},
-            "grace_s": 1,
+            "grace_s": 10,  # closing its MCP client can take seconds on a loaded machine
             **extra,
         }
         path = tmp_path / f"fake-{mode}.yaml"

@@ -39,6 +39,10 @@ async def main(mode: str, config: str, prompt: str) -> None:
         print(json.dumps({"type": "usage", "prompt": 200, "completion": 5}), flush=True)
         if mode == "no-finish":
             return
+        if mode == "exit-1":  # a CLI whose gateway is down: it says so and exits 1
+            print("Error: stream disconnected before completion: connection refused",
+                  file=sys.stderr, flush=True)
+            os._exit(1)  # at once, as a crashed CLI does (no clean-up traceback)
         if mode == "gateway-down":
             print("Error: model call failed after 3 retries (HTTP 503)", flush=True)
             return

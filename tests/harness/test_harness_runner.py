@@ -122,6 +122,25 @@ def test_a_cli_that_stops_without_finishing_is_graded_not_excused(
     assert record.final_status is None and not record.ts
 
 
+def test_a_cli_that_exits_with_an_error_before_finish_is_an_infrastructure_error(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    """It listed the tools, made a call, then its gateway failed and it exited 1: not the
+    agent's failure, so no grade, and --limbo-resume re-runs it; its stderr is kept."""
+    record = _run(fake_harness("exit-1"), model_server, tmp_path)
+    assert record.error is not None and "exited with status 1" in record.error
+    assert "connection refused" in record.error
+    assert record.ts is None and record.eos is None
+    assert record.harness is not None and record.harness.exit_code == 1
+    kept = Path(record.harness.transcript or "")
+    assert any("connection refused" in f.read_text() for f in kept.iterdir())
+
+
+def test_an_adapter_can_say_a_non_zero_exit_is_the_agents_own(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    record = _run(fake_harness("exit-1", nonzero_exit="graded"), model_server, tmp_path)
+    assert record.error is None and record.final_status is None and not record.ts
+
+
 @pytest.mark.parametrize("match", [{"contains": "model call failed"},
                                    {"where": {"type": "usage", "completion": 5}}],
                          ids=["text", "json-line"])
