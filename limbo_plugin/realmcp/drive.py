@@ -65,17 +65,17 @@ class ServerSession:
 
     def __init__(self, client: Any, tools: dict[str, ToolDefinition], plan: Plan,
                  result: DriveResult) -> None:
-        self.task = plan
+        self.shared_task = plan
         self.instruction = ""
         self._client = client
         self._tools = tools
         self._result = result
 
     @property
-    def tools(self) -> list[ToolDefinition]:
+    def shared_tools(self) -> list[ToolDefinition]:
         return list(self._tools.values())
 
-    def tool(self, name: str) -> ToolDefinition | None:
+    def shared_tool(self, name: str) -> ToolDefinition | None:
         return self._tools.get(name)
 
     def call(self, name: str, arguments: Any = None) -> ToolResult:
