@@ -38,7 +38,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from limbo_plugin._version import __version__
 
 _EXPORTS = {
     "Agent": "limbo_plugin.agents.base",

@@ -77,7 +77,7 @@ def _snake(annotations: Any) -> dict[str, Any]:
 
 
 def _version() -> str:
-    from limbo_plugin import __version__
+    from limbo_plugin._version import __version__
 
     return __version__
 
