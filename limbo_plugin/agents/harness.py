@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
 import tempfile
@@ -60,6 +59,7 @@ from limbo_plugin.agents.harness_spec import (
 from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.prompts import HARNESS_PREAMBLE, harness_prompt
 from limbo_plugin.errors import UsageError
+from limbo_plugin.processes import kill_group, stop
 from limbo_plugin.records import HarnessRun
 from limbo_plugin.server.launch import mcp_http_server, mcp_launch
 from limbo_plugin.server.sandbox_http import EpisodeLease, SandboxServer, shared_sandbox
@@ -216,35 +216,17 @@ def _execute(argv: list[str], workdir: Path, env: Mapping[str, str], root: Path,
                     ended_at = now
                 if ended_at is not None and now - ended_at > grace_s:
                     execution.stopped_after_end = True
-                    execution.exit_code = _stop(process)
+                    execution.exit_code = stop(process, grace_s=STOP_WAIT_S, group=True)
                     break
                 if now - start > timeout_s:
                     execution.timed_out = True
-                    execution.exit_code = _stop(process)
+                    execution.exit_code = stop(process, grace_s=STOP_WAIT_S, group=True)
                     break
         finally:
             execution.wall_s = time.monotonic() - start
-            _kill_group(process.pid)  # whatever it left behind (its MCP server, helpers)
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+            kill_group(process.pid)  # whatever it left behind (its MCP server, helpers)
+            stop(process, grace_s=0)
     return execution
-
-
-def _stop(process: subprocess.Popen[bytes]) -> int | None:
-    """SIGTERM the CLI's process group, then SIGKILL what is left."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        return process.wait(timeout=STOP_WAIT_S)
-    except subprocess.TimeoutExpired:
-        _kill_group(process.pid)
-        return process.wait()
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _infrastructure_problem(lease: EpisodeLease, execution: Execution, session: AgentSession,

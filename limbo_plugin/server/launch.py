@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from limbo_plugin.processes import stop
 from limbo_plugin.server.wire import SERVER_NAME, TOKEN_ENV, URL_ENV
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -70,12 +71,7 @@ def mcp_http_server(url: str, token: str, *, host: str = "127.0.0.1",
         threading.Thread(target=_drain, args=(process.stderr,), daemon=True).start()
         yield found
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def _announced_url(process: subprocess.Popen[str], timeout_s: float) -> str:

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 
+from limbo_plugin.processes import stop
 from limbo_plugin.server.loopback import LoopbackHTTPServer
 from limbo_plugin.testing import responses_wire
 
@@ -426,12 +427,7 @@ def server_process(policy: str = "verify_first", *, latency_s: float = 0.0,
             raise RuntimeError("server did not start in time")
         yield line.split("listening on ", 1)[1].strip()
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
