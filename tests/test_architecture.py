@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "limbo_plugin"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("errors", "extras", "toolapi", "templating", "stats")),
+    ("core", ("_version", "errors", "extras", "processes", "toolapi", "templating", "stats")),
     ("spec vocabulary", ("spec.loader", "spec.models", "spec")),
     ("contracts", ("contracts", "readback")),
     ("world", ("world",)),
@@ -87,6 +87,25 @@ def test_imports_point_down_the_layers() -> None:
                 upward.append(f"{module} ({LAYERS[layer_of(module)][0]}) imports {name} "
                               f"({LAYERS[layer_of(name)][0]})")
     assert not upward, "\n".join(upward)
+
+
+def test_no_module_imports_the_package_root() -> None:
+    """The root (``limbo_plugin/__init__.py``) is the public API, at the top of the layers: a
+    module inside the package that imports it (``from limbo_plugin import __version__``) reaches
+    up past every layer, whatever the name it takes. The version has its own leaf module."""
+    offenders = []
+    for path in sources():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                bare = any(alias.name == "limbo_plugin" for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                bare = node.level == 0 and node.module == "limbo_plugin"
+            else:
+                continue
+            if bare:
+                offenders.append(f"{module_name(path) or '__init__'}:{node.lineno}")
+    assert not offenders, f"imports of the bare package: {', '.join(offenders)}"
 
 
 @pytest.mark.parametrize("package", sorted(ONLY_IN))
