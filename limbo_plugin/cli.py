@@ -33,15 +33,13 @@ from pydantic import ValidationError
 
 from limbo_plugin.agents.deadline import DEFAULT_EPISODE_TIMEOUT_S
 from limbo_plugin.errors import LimboError, UsageError
-from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
+from limbo_plugin.records import BASELINE_FOCAL, DEFAULT_RECORDS, EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
 
 R = TypeVar("R")
 
 if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
-
-DEFAULT_RECORDS = "reports/episodes.jsonl"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -181,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="the paper's tables, figures and an HTML report "
                             "with an episode explorer, from one or more record files")
     report.add_argument("records", nargs="*", default=[DEFAULT_RECORDS],
-                        help="JSONL record files (default reports/episodes.jsonl); repeat "
+                        help=f"JSONL record files (default {DEFAULT_RECORDS}); repeat "
                         "runs are declared by --limbo-repeat, never inferred from two files")
     report.add_argument("--out", default="reports/report", help="output directory "
                         "(default reports/report)")
@@ -315,7 +313,7 @@ def _records_file(path: str, read: Callable[[str], list[R]]) -> list[R]:
     if not records:
         state = "holds no records" if Path(path).exists() else "does not exist"
         raise UsageError(f"{path} {state}; give a records file written by pytest "
-                         "(--limbo-records, default reports/episodes.jsonl)")
+                         f"(--limbo-records, default {DEFAULT_RECORDS})")
     return records
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from limbo_plugin.errors import LimboError, SpecError, UsageError
-from limbo_plugin.records import RUN_FIELDS
+from limbo_plugin.records import DEFAULT_RECORDS, RUN_FIELDS
 from limbo_plugin.report.records import shown_path
 
 if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay cheap
@@ -68,7 +68,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "operator": ("--operator", "operator variant: truthful or unresponsive"),
     "experiment": ("--experiment", "experiment spec under specs/experiments/ (default: default)"),
     "limbo_records": ("--limbo-records", "JSONL file of episode records "
-                      "(default reports/episodes.jsonl)"),
+                      f"(default {DEFAULT_RECORDS})"),
     "limbo_gate": ("--limbo-gate", "gate spec (e.g. specs/gates/release.yaml): its verdict "
                    "decides the exit status"),
     "limbo_baseline": ("--limbo-baseline", "records of a previous run to compare with "
@@ -103,7 +103,7 @@ METAVARS = {"agent": "AGENT", "contract": "NAME", "docs": "NAME", "instruction":
             "limbo_shard": "K/N", "limbo_repeat": "K",
             "limbo_progress": "SECONDS|off"}
 """What ``pytest --help`` shows as each option's value (argparse would show its dest)."""
-DEFAULTS = {"experiment": "default", "limbo_records": "reports/episodes.jsonl"}
+DEFAULTS = {"experiment": "default", "limbo_records": DEFAULT_RECORDS}
 """Built-in defaults of the plugin's own options; run-configuration and agent options default
 in :class:`RunConfig` and :class:`AgentOptions`."""
 PREVIOUS = "previous"

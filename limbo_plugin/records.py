@@ -20,6 +20,8 @@ RECORD_SCHEMA_VERSION = 2
 ``undone_by`` to ledger effects (effects superseded by a later write stop standing)."""
 BASELINE_FOCAL = "baseline"
 """The focal-write slot of a fault-free (``none``) episode: one per task instance."""
+DEFAULT_RECORDS = "reports/episodes.jsonl"
+"""Where a run appends its records and where ``limbo`` reads them, unless told otherwise."""
 
 
 class Documented(BaseModel):
