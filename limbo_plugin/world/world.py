@@ -186,7 +186,7 @@ class World:
         definition = self.tools[tool]
         service = self.services[definition.service]
         key = self.key_of(tool, request.args)
-        ex = Execution(seq=request.seq, part=request.part, t=self.clock.now,
+        ex = Execution(tool=tool, seq=request.seq, part=request.part, t=self.clock.now,
                        origin=origin or request.origin,  # type: ignore[arg-type]
                        key=key, sub=sub, row_stop=row_stop)
         before = len(self.ledger.effects)

@@ -90,12 +90,12 @@ class PagerService(Service):
     def page(self, args: Args, ex: Execution) -> Body:
         page_id = self.new_id("pg", ex)
         self.pages.put(page_id, {"id": page_id, **args}, ex.t)
-        self.commit("pager_page", args, ex, [page_id])
+        self.commit(args, ex, [page_id])
         return {"id": page_id}
 
     @handles("pager_list")
     def list_pages(self, args: Args, ex: Execution) -> Body:
-        at = self.view_time("pager_list", ex)
+        at = self.view_time(ex)
         pages = [row for _, row, _ in self.pages.visible(at)
                  if row["engineer"] == args["engineer"]]
         return {"pages": pages}

@@ -74,11 +74,14 @@ def not_found(kind: str, record_id: object) -> ServiceError:
 class Execution:
     """One execution of a request at the service.
 
+    ``tool`` is the tool the request calls, so a handler names it only in its ``@handles``:
+    :meth:`Service.commit` and :meth:`Service.view_time` take it from here.
     ``seq`` and ``part`` name the request (see :class:`~limbo_plugin.world.world.Request`).
     ``sub`` namespaces record ids: ``""`` for the request itself, ``"r"`` for a redelivered copy.
     ``row_start``/``row_stop`` restrict a batch to a slice (partial batches and their resumption).
     """
 
+    tool: str
     seq: int
     t: float
     origin: Origin
@@ -161,19 +164,22 @@ class Service:
     def lag(self, tool: str) -> float:
         return float(self.world.catalog.contract(tool).visibility_lag_s)
 
-    def view_time(self, tool: str, ex: Execution) -> float:
-        """Reads on ``tool`` at ``ex.t`` see effects committed strictly before ``t − λ``."""
-        return ex.t - self.lag(tool)
+    def view_time(self, ex: Execution) -> float:
+        """Reads by ``ex.tool`` at ``ex.t`` see effects committed strictly before ``t − λ``."""
+        return ex.t - self.lag(ex.tool)
 
     def new_id(self, prefix: str, ex: Execution, index: int | None = None) -> str:
         sub = ex.sub if index is None else f"{ex.sub}#{index}"
         return self.world.ids.make(prefix, ex.seq, sub, ex.part)
 
-    def commit(self, tool: str, args: Args, ex: Execution, record_ids: list[str], *,
+    def commit(self, args: Args, ex: Execution, record_ids: list[str], *,
                intent: dict[str, Any] | None = None, kind: EffectKind = "create",
                targets: list[str] | None = None,
                sets: dict[str, Any] | None = None,
                changed: list[str] | None = None) -> Effect:
+        """Record the effect of ``ex`` (a write of ``ex.tool``) in the ledger; its intent is
+        the contract's intent fields of ``args`` unless given."""
+        tool = ex.tool
         contract = self.world.catalog.contract(tool)
         if intent is None:
             intent = {f: args.get(f) for f in contract.intent_fields}

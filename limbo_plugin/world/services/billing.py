@@ -69,7 +69,7 @@ class BillingService(Service):
             "refund_id": None, "created": iso(ex.t),
         }
         self.charges.put(charge_id, data, ex.t)
-        self.commit("billing_create_charge", args, ex, [charge_id])
+        self.commit(args, ex, [charge_id])
         return {"id": charge_id, "object": "charge", "status": "succeeded",
                 "amount_cents": args["amount_cents"], "currency": args["currency"]}
 
@@ -88,7 +88,7 @@ class BillingService(Service):
                                      "created": iso(ex.t)}, ex.t)
         charge.update(refunded=True, refund_id=refund_id)
         self.charges.put(charge_id, charge, ex.t)
-        effect = self.commit("billing_refund_charge", args, ex, [refund_id], kind="update",
+        effect = self.commit(args, ex, [refund_id], kind="update",
                              targets=[charge_id])
         self.world.ledger.mark_undone(charge_id, ex.t, by=effect.seq)
         return self._refund_body(refund_id, charge)
@@ -104,7 +104,7 @@ class BillingService(Service):
         customer_id = args["customer_id"]
         if customer_id not in self.customers:
             raise not_found("customer", customer_id)
-        at = self.view_time("billing_list_charges", ex)
+        at = self.view_time(ex)
         rows = [data for _, data, _ in self.charges.visible(at)
                 if data["customer_id"] == customer_id]
         rows.reverse()
@@ -112,7 +112,7 @@ class BillingService(Service):
 
     @handles("billing_get_charge")
     def get_charge(self, args: Args, ex: Execution) -> Body:
-        at = self.view_time("billing_get_charge", ex)
+        at = self.view_time(ex)
         data = self.charges.as_of(args["charge_id"], at)
         if data is None:
             raise not_found("charge", args["charge_id"])

@@ -104,11 +104,11 @@ class DatabaseService(Service):
         self._check_columns(self._table(args["table"]), args.get("where") or {}, "where")
 
     # -- writes --------------------------------------------------------------------------------
-    def _insert(self, tool: str, table: Table, row: dict[str, Any], args: Args, ex: Execution,
+    def _insert(self, table: Table, row: dict[str, Any], args: Args, ex: Execution,
                 index: int) -> str:
         row_id = self.new_id("row", ex, index)
         table.rows.put(row_id, {"id": row_id, **row}, ex.t)
-        self.commit(tool, args, ex, [row_id], intent={"table": table.name, "row": dict(row)})
+        self.commit(args, ex, [row_id], intent={"table": table.name, "row": dict(row)})
         return row_id
 
     @handles("db_insert_rows")
@@ -117,7 +117,7 @@ class DatabaseService(Service):
         table = self._table(args["table"])
         rows = args["rows"]
         stop = len(rows) if ex.row_stop is None else ex.row_stop
-        ids = [self._insert("db_insert_rows", table, rows[i], args, ex, i)
+        ids = [self._insert(table, rows[i], args, ex, i)
                for i in range(ex.row_start, stop)]
         return {"table": table.name, "inserted": len(ids), "ids": ids}
 
@@ -125,7 +125,7 @@ class DatabaseService(Service):
     def insert_row(self, args: Args, ex: Execution) -> Body:
         self.check_insert_row(args)
         table = self._table(args["table"])
-        row_id = self._insert("db_insert_row", table, args["row"], args, ex, 0)
+        row_id = self._insert(table, args["row"], args, ex, 0)
         return {"table": table.name, "id": row_id}
 
     @handles("db_upsert")
@@ -141,7 +141,7 @@ class DatabaseService(Service):
                 if changed:
                     row = {**row, **values}
                     table.rows.put(row_id, row, ex.t)
-                    self.commit("db_upsert", args, ex, [row_id], kind="update",
+                    self.commit(args, ex, [row_id], kind="update",
                                 targets=[row_id], sets=values, changed=changed)
                 return {"table": table.name, "id": row_id, "row": row, "result": "upserted"}
         # Named after the key, not the request: whichever attempt inserts the row, it is the
@@ -149,7 +149,7 @@ class DatabaseService(Service):
         row_id = self.world.ids.derived("row", table.name, canonical_json(key))
         row = {"id": row_id, **key, **values}
         table.rows.put(row_id, row, ex.t)
-        self.commit("db_upsert", args, ex, [row_id], sets=values)
+        self.commit(args, ex, [row_id], sets=values)
         return {"table": table.name, "id": row_id, "row": row, "result": "upserted"}
 
     @handles("db_delete_rows")
@@ -158,7 +158,7 @@ class DatabaseService(Service):
         table = self._table(args["table"])
         deleted = [i for i in dict.fromkeys(args["ids"]) if table.rows.current(i) is not None]
         if deleted:
-            effect = self.commit("db_delete_rows", args, ex, deleted, kind="update",
+            effect = self.commit(args, ex, deleted, kind="update",
                                  targets=deleted)
         for row_id in deleted:
             table.rows.delete(row_id, ex.t)
@@ -171,7 +171,7 @@ class DatabaseService(Service):
         self.check_query(args)
         table = self._table(args["table"])
         where = args.get("where") or {}
-        at = self.view_time("db_query", ex)
+        at = self.view_time(ex)
         rows = [row for _, row, _ in table.rows.visible(at)
                 if all(row.get(k) == v for k, v in where.items())]
         return {"table": table.name, "rows": rows[:100], "count": len(rows)}

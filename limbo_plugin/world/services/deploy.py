@@ -57,7 +57,7 @@ class DeployService(Service):
                                "version": args["version"], "environment": args["environment"],
                                "status": "running", "started_at": ex.t,
                                "created": iso(ex.t)}, ex.t)
-        self.commit("deploy_trigger", args, ex, [run_id])
+        self.commit(args, ex, [run_id])
         return {"id": run_id, "status": "running", "service": args["service"],
                 "environment": args["environment"], "version": args["version"]}
 
@@ -73,7 +73,7 @@ class DeployService(Service):
         if run["status"] != "cancelled":
             run["status"] = "cancelled"
             self.runs.put(run["id"], run, ex.t)
-            effect = self.commit("deploy_cancel_run", args, ex, [run["id"]], kind="update",
+            effect = self.commit(args, ex, [run["id"]], kind="update",
                                  targets=[run["id"]])
             self.world.ledger.mark_undone(run["id"], ex.t, by=effect.seq)
         return {"id": run["id"], "status": "cancelled"}
@@ -82,7 +82,7 @@ class DeployService(Service):
     def list_runs(self, args: Args, ex: Execution) -> Body:
         if args["service"] not in self.known_services:
             raise not_found("service", args["service"])
-        at = self.view_time("deploy_list_runs", ex)
+        at = self.view_time(ex)
         runs = []
         for _, run, _ in self.runs.visible(at):
             if run["service"] != args["service"] or run["environment"] != args["environment"]:

@@ -37,12 +37,12 @@ class EmailService(Service):
         self.sent.put(message_id, {"id": message_id, "from": SENDER, "to": args["to"],
                                    "subject": args["subject"], "body": args["body"],
                                    "created": iso(ex.t)}, ex.t)
-        self.commit("email_send", args, ex, [message_id])
+        self.commit(args, ex, [message_id])
         return {"id": message_id, "status": "sent", "to": args["to"]}
 
     @handles("email_search_sent")
     def search_sent(self, args: Args, ex: Execution) -> Body:
-        at = self.view_time("email_search_sent", ex)
+        at = self.view_time(ex)
         hits = [data for _, data, _ in self.sent.visible(at)
                 if search_matches(args["query"], data["to"], data["subject"], data["body"])]
         hits.reverse()

@@ -54,7 +54,7 @@ class SocialService(Service):
         data = {"id": post_id, "platform": platform, "text": args["text"], "url": url,
                 "created": iso(ex.t)}
         self.posts[platform].put(post_id, data, ex.t)
-        self.commit(f"{platform}_publish", args, ex, [post_id])
+        self.commit(args, ex, [post_id])
         return {"id": post_id, "url": url, "platform": platform}
 
     @handles("mastodon_publish")
@@ -85,13 +85,13 @@ class SocialService(Service):
         post_id = args["post_id"]
         if table.current(post_id) is not None:
             table.delete(post_id, ex.t)
-            effect = self.commit("social_delete_post", args, ex, [post_id], kind="update",
+            effect = self.commit(args, ex, [post_id], kind="update",
                                  targets=[post_id])
             self.world.ledger.mark_undone(post_id, ex.t, by=effect.seq)
         return {"id": post_id, "platform": args["platform"], "deleted": True}
 
     def _list(self, platform: str, ex: Execution) -> Body:
-        at = self.view_time(f"{platform}_list_posts", ex)
+        at = self.view_time(ex)
         posts = [data for _, data, _ in self.posts[platform].visible(at)]
         posts.reverse()
         return {"platform": platform, "posts": posts[:50]}

@@ -58,7 +58,7 @@ class TicketsService(Service):
                 "description": args["description"], "status": "open", "url": url,
                 "created": iso(ex.t)}
         self.tickets.put(ticket_id, data, ex.t)
-        self.commit("tickets_create", args, ex, [ticket_id])
+        self.commit(args, ex, [ticket_id])
         return {"id": ticket_id, "url": url, "project": args["project"], "status": "open"}
 
     @validates("tickets_add_comment")
@@ -72,7 +72,7 @@ class TicketsService(Service):
         comment_id = self.new_id("cm", ex)
         self.comments.put(comment_id, {"id": comment_id, "ticket_id": args["ticket_id"],
                                        "body": args["body"], "created": iso(ex.t)}, ex.t)
-        self.commit("tickets_add_comment", args, ex, [comment_id], targets=[args["ticket_id"]])
+        self.commit(args, ex, [comment_id], targets=[args["ticket_id"]])
         return {"id": comment_id, "ticket_id": args["ticket_id"]}
 
     @validates("tickets_set_status")
@@ -88,7 +88,7 @@ class TicketsService(Service):
         if data["status"] != args["status"]:
             data["status"] = args["status"]
             self.tickets.put(ticket_id, data, ex.t)
-            effect = self.commit("tickets_set_status", args, ex, [ticket_id], kind="update",
+            effect = self.commit(args, ex, [ticket_id], kind="update",
                                  targets=[ticket_id], sets={"status": args["status"]})
             if args["status"] == "cancelled":
                 self.world.ledger.mark_undone(ticket_id, ex.t, by=effect.seq)
@@ -101,7 +101,7 @@ class TicketsService(Service):
 
     @handles("tickets_list")
     def list_tickets(self, args: Args, ex: Execution) -> Body:
-        at = self.view_time("tickets_list", ex)
+        at = self.view_time(ex)
         rows = [{k: data[k] for k in ("id", "title", "status", "url", "created")}
                 for _, data, _ in self.tickets.visible(at) if data["project"] == args["project"]]
         rows.reverse()
@@ -109,7 +109,7 @@ class TicketsService(Service):
 
     @handles("tickets_get")
     def get_ticket(self, args: Args, ex: Execution) -> Body:
-        at = self.view_time("tickets_get", ex)
+        at = self.view_time(ex)
         data = self.tickets.as_of(args["ticket_id"], at)
         if data is None:
             raise not_found("ticket", args["ticket_id"])
@@ -117,7 +117,7 @@ class TicketsService(Service):
 
     @handles("tickets_search")
     def search_tickets(self, args: Args, ex: Execution) -> Body:
-        at = self.view_time("tickets_search", ex)
+        at = self.view_time(ex)
         hits = []
         for ticket_id, data, _ in self.tickets.visible(at):
             bodies = [c["body"] for c in self._comments_of(ticket_id, at)]
