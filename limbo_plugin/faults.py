@@ -5,8 +5,9 @@ the service rejects anyway gets its real error and leaves the trigger armed. Wit
 observation-equivalent group the response bytes and the clock advance do not depend on the hidden
 outcome; only whether, when and how often the service executes the request does.
 
-That one difference is a mode's ``execute`` kind, and each kind is one function in
-:data:`EXECUTORS`: it sets the request's fate (what the operator later reports), fills the
+That one difference is a mode's ``execute`` kind, and each kind is one :class:`Executor` in
+:data:`EXECUTORS` (or in an extension module's ``EXECUTORS``, :mod:`limbo_plugin.extensions`):
+its function sets the request's fate (what the operator later reports), fills the
 fields of the :class:`FaultReport` it is about, and schedules whatever happens later. Everything
 else about a mode (its response, cost, family) is data in ``specs/faults/modes.yaml``.
 """
@@ -16,11 +17,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import Any, TypeGuard
 
 from limbo_plugin.contracts import ToolDefinition
+from limbo_plugin.extensions import declared, unique
 from limbo_plugin.records import FaultReport
-from limbo_plugin.spec.models import Execute, FaultModeSpec, FocalTrigger
+from limbo_plugin.spec.models import FaultModeSpec, FocalTrigger
 from limbo_plugin.toolapi import (
     ToolCall,
     ToolResult,
@@ -146,7 +149,7 @@ class FaultTransport:
         report = self.report
         report.fired, report.t_fired, report.request_seq = True, now, request.seq
         report.origin = request.origin
-        body = EXECUTORS[mode.execute](Firing(self, self.plan, request, definition, now))
+        body = executors()[mode.execute](Firing(self, self.plan, request, definition, now))
         return self._respond(mode, request, definition, body)
 
     def _respond(self, mode: FaultModeSpec, request: Request, definition: ToolDefinition,
@@ -191,9 +194,18 @@ class Firing:
         return self.transport.report
 
 
-Executor = Callable[[Firing], dict[str, Any] | None]
+Execute = Callable[[Firing], dict[str, Any] | None]
 """Carries out a faulted request; returns the body of a success the agent sees, or ``None``
 when the agent gets the mode's error response."""
+
+
+@dataclass(frozen=True)
+class Executor:
+    """One way of executing a faulted request: the ``execute:`` word a fault mode names in
+    ``specs/faults/modes.yaml``, and the function that carries it out."""
+
+    kind: str
+    run: Execute
 
 
 def execute_never(firing: Firing) -> None:
@@ -243,13 +255,24 @@ def execute_now_and_redeliver(firing: Firing) -> dict[str, Any]:
     return body
 
 
-EXECUTORS: dict[Execute, Executor] = {
-    "never": execute_never,
-    "now": execute_now,
-    "late": execute_late,
-    "partial": execute_partial,
-    "now_and_redeliver": execute_now_and_redeliver,
-}
+EXECUTORS = (
+    Executor("never", execute_never),
+    Executor("now", execute_now),
+    Executor("late", execute_late),
+    Executor("partial", execute_partial),
+    Executor("now_and_redeliver", execute_now_and_redeliver),
+)
+
+
+@cache
+def executors() -> dict[str, Execute]:
+    """Every ``execute`` kind and its function: this module's, then extension modules'."""
+    found = declared("EXECUTORS", [__name__], accepts=_is_executor, what="an Executor")
+    return {kind: d.value.run for kind, d in unique(found, lambda e: e.kind, "executor").items()}
+
+
+def _is_executor(item: object) -> TypeGuard[Executor]:
+    return isinstance(item, Executor)
 
 
 def expected_failure(mode: FaultModeSpec, focal: ToolDefinition | None) -> str | None:

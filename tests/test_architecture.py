@@ -13,7 +13,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "limbo_plugin"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("_version", "errors", "extras", "processes", "toolapi", "templating", "stats")),
+    ("core", ("_version", "errors", "extensions", "extras", "processes", "toolapi", "templating",
+              "stats")),
     ("spec vocabulary", ("spec.loader", "spec.models", "spec")),
     ("contracts", ("contracts", "readback")),
     ("world", ("world",)),

@@ -17,7 +17,13 @@ from __future__ import annotations
 
 from limbo_plugin.agents.base import Agent, AgentSession, EpisodeOver, InfrastructureError
 from limbo_plugin.agents.options import AgentOptions
-from limbo_plugin.agents.registry import AGENT_KINDS, check_agent, check_ready, make_agent
+from limbo_plugin.agents.registry import (
+    AGENT_KINDS,
+    all_agent_kinds,
+    check_agent,
+    check_ready,
+    make_agent,
+)
 
 __all__ = ["AGENT_KINDS", "Agent", "AgentOptions", "AgentSession", "EpisodeOver",
-           "InfrastructureError", "check_agent", "check_ready", "make_agent"]
+           "InfrastructureError", "all_agent_kinds", "check_agent", "check_ready", "make_agent"]

@@ -4,7 +4,8 @@ An agent is named by a spec string ``<kind>:<rest>`` (``scripted:verify_first``,
 ``litellm:openai/gpt-5-mini``). An :class:`AgentKind` says what ``rest`` must be (checking it
 with a one-line error that shows the valid form), whether this machine can run it, and builds the
 agent, importing its module only then (litellm is slow to import). A new kind of agent is one
-module and one entry in :data:`AGENT_KINDS`.
+module and one entry in :data:`AGENT_KINDS`, or, from another package, an ``AGENT_KINDS``
+tuple in an extension module (:mod:`limbo_plugin.extensions`); :func:`all_agent_kinds` has both.
 
 The two checks are apart on purpose. The *form* is checked wherever a spec string comes in (the
 command line, an experiment spec): a typo is a spec error. Whether the agent can *run here* —
@@ -18,11 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from typing import TypeGuard
 
 from limbo_plugin.agents.base import Agent
 from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.scripted import POLICIES
 from limbo_plugin.errors import UsageError
+from limbo_plugin.extensions import declared, unique
 from limbo_plugin.extras import require
 
 
@@ -160,14 +164,26 @@ AGENT_KINDS: tuple[AgentKind, ...] = (
 )
 
 
+@cache
+def all_agent_kinds() -> dict[str, AgentKind]:
+    """Every kind of agent by prefix: :data:`AGENT_KINDS`, then extension modules' kinds."""
+    found = declared("AGENT_KINDS", [__name__], accepts=_is_kind, what="an AgentKind")
+    return {prefix: d.value for prefix, d in unique(found, lambda k: k.prefix,
+                                                     "agent kind").items()}
+
+
+def _is_kind(item: object) -> TypeGuard[AgentKind]:
+    return isinstance(item, AgentKind)
+
+
 def agent_kind(spec: str) -> tuple[AgentKind, str]:
     """The kind ``spec`` names and the rest of the spec; :class:`UsageError` if it names none."""
     prefix, _, rest = spec.partition(":")
-    for kind in AGENT_KINDS:
-        if kind.prefix == prefix:
-            return kind, rest
+    kinds = all_agent_kinds()
+    if prefix in kinds:
+        return kinds[prefix], rest
     raise UsageError(f"unknown agent {spec!r}; valid forms: "
-                     + ", ".join(kind.form for kind in AGENT_KINDS))
+                     + ", ".join(kind.form for kind in kinds.values()))
 
 
 def check_agent(spec: str) -> None:

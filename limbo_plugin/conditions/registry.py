@@ -1,6 +1,7 @@
 """Every condition (SPEC §6.2), found in the modules that declare them.
 
-Each module of this package may declare a ``CONDITIONS`` tuple of
+Each module of this package, and each extension module of another package
+(:mod:`limbo_plugin.extensions`), may declare a ``CONDITIONS`` tuple of
 :class:`~limbo_plugin.conditions.base.Condition` and
 :class:`~limbo_plugin.conditions.base.ConditionPattern`; they are collected on first use, so a
 new condition is one module and no edit here. :func:`find_condition` is the one lookup of a
@@ -9,12 +10,12 @@ condition by name: the run configuration validates with it and the episode build
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
+from typing import TypeGuard
 
 from limbo_plugin.conditions.base import Condition, ConditionPattern
 from limbo_plugin.errors import UsageError
+from limbo_plugin.extensions import declared, own_modules, unique
 
 Declaration = Condition | ConditionPattern
 
@@ -24,17 +25,16 @@ __all__ = ["all_conditions", "condition_forms", "find_condition"]
 @cache
 def all_conditions() -> tuple[Declaration, ...]:
     """Every declared condition: prompt-only ones first, then middleware, then the ones that
-    read ground truth, then name patterns; within each, in module order."""
-    package = importlib.import_module("limbo_plugin.conditions")
-    found: list[Declaration] = []
-    for name in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
-        module = importlib.import_module(f"{package.__name__}.{name}")
-        found.extend(getattr(module, "CONDITIONS", ()))
-    names = [_label(d) for d in found]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise TypeError(f"conditions declared twice: {', '.join(twice)}")
-    return tuple(sorted(found, key=_rank))
+    read ground truth, then name patterns; within each, in module order (Limbo's own modules,
+    then extension modules)."""
+    found = declared("CONDITIONS", own_modules("limbo_plugin.conditions"),
+                     accepts=_is_declaration, what="a Condition or ConditionPattern")
+    unique(found, _label, "condition")
+    return tuple(sorted((d.value for d in found), key=_rank))
+
+
+def _is_declaration(item: object) -> TypeGuard[Declaration]:
+    return isinstance(item, Condition | ConditionPattern)
 
 
 def condition_forms() -> list[str]:

@@ -173,9 +173,9 @@ class DocumentationSpec(StrictModel):
 
 
 HiddenOutcome = Literal["absent", "committed", "late", "partial", "duplicated", "none"]
-Execute = Literal["never", "now", "late", "partial", "now_and_redeliver"]
-"""How the service executes a faulted request; each has one executor in
-:data:`limbo_plugin.faults.EXECUTORS`."""
+Execute = Annotated[str, Field(min_length=1)]
+"""How the service executes a faulted request: a kind with one
+:class:`~limbo_plugin.faults.Executor` (Limbo's or an extension's), checked when the specs load."""
 FaultClass = Literal["resolvable", "unresolvable"]
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from limbo_plugin.contracts import GENERAL_SERVICE, GENERAL_TOOLS, ToolCatalog
 from limbo_plugin.errors import SpecError, UsageError
+from limbo_plugin.faults import executors
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
 from limbo_plugin.spec.models import (
     ContractVariant,
@@ -30,7 +31,7 @@ from limbo_plugin.spec.models import (
     ServiceSpec,
 )
 from limbo_plugin.spec.schemas import schema_problem
-from limbo_plugin.world.services import SERVICE_CLASSES
+from limbo_plugin.world.services import service_classes
 
 if TYPE_CHECKING:
     from limbo_plugin.tasks import TaskTemplate
@@ -173,6 +174,10 @@ class SpecRegistry:
                 raise doc.error(("modes", i, "family"),
                                 f"unknown family {mode.family!r}; declared under families: "
                                 + ", ".join(self.families))
+            if mode.execute not in executors():
+                raise doc.error(("modes", i, "execute"),
+                                f"unknown execute kind {mode.execute!r}; valid: "
+                                + ", ".join(executors()))
             self.faults[mode.name] = mode
 
     def _load_pools(self) -> None:
@@ -254,12 +259,14 @@ def _check_implemented(spec: ServiceSpec, doc: LoadedYaml) -> None:
                                 f"general tool {tool.name!r} has no implementation; the world "
                                 f"implements {', '.join(GENERAL_TOOLS)}")
         return
-    implementation = SERVICE_CLASSES.get(spec.service)
+    implemented = service_classes()
+    implementation = implemented.get(spec.service)
     if implementation is None:
         raise doc.error(("service",),
                         f"service {spec.service!r} has no implementation: define a subclass of "
                         f"limbo_plugin.world.services.base.Service with name = "
-                        f"{spec.service!r} (implemented: {', '.join(sorted(SERVICE_CLASSES))})")
+                        f"{spec.service!r} and declare it in a SERVICES tuple "
+                        f"(implemented: {', '.join(sorted(implemented))})")
     for i, tool in enumerate(spec.tools):
         if tool.name not in implementation.handlers:
             raise doc.error(("tools", i, "name"),

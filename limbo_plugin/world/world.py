@@ -16,7 +16,7 @@ from limbo_plugin.contracts import GENERAL_TOOLS, ToolCatalog, ToolDefinition
 from limbo_plugin.world.clock import VirtualClock, iso
 from limbo_plugin.world.ids import IdFactory
 from limbo_plugin.world.ledger import Effect, Ledger
-from limbo_plugin.world.services import SERVICE_CLASSES
+from limbo_plugin.world.services import service_classes
 from limbo_plugin.world.services.base import Body, Execution, Service, ServiceError
 
 Fate = Literal["sent", "not_executed", "rejected", "committed", "replayed", "partial", "in_flight"]
@@ -101,10 +101,11 @@ class World:
         self.ids = IdFactory(base_seed)
         self.operator = operator
         self.services: dict[str, Service] = {}
+        implemented = service_classes()
         for name in services:
-            if name not in SERVICE_CLASSES:
-                raise KeyError(f"unknown service {name!r}; valid: {', '.join(SERVICE_CLASSES)}")
-            self.services[name] = SERVICE_CLASSES[name](self)
+            if name not in implemented:
+                raise KeyError(f"unknown service {name!r}; valid: {', '.join(implemented)}")
+            self.services[name] = implemented[name](self)
         for name, records in (seed_records or {}).items():
             if name not in self.services:
                 raise KeyError(f"seed records for service {name!r}, which this world lacks")

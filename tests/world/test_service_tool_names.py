@@ -8,7 +8,7 @@ import ast
 import inspect
 
 from limbo_plugin.spec.registry import SpecRegistry
-from limbo_plugin.world.services import SERVICE_CLASSES
+from limbo_plugin.world.services import service_classes
 
 
 def named_outside_decorators(source: str, tools: set[str]) -> list[str]:
@@ -24,11 +24,11 @@ def named_outside_decorators(source: str, tools: set[str]) -> list[str]:
 def test_each_tool_is_named_once_in_its_service_module(registry: SpecRegistry) -> None:
     checked = 0
     for name, spec in registry.services.items():
-        if name not in SERVICE_CLASSES:
+        if name not in service_classes():
             continue  # the general tools (wait, finish) are the episode's, not a service's
         checked += 1
-        module = inspect.getmodule(SERVICE_CLASSES[name])
+        module = inspect.getmodule(service_classes()[name])
         assert module is not None
         tools = {tool.name for tool in spec.tools}
         assert named_outside_decorators(inspect.getsource(module), tools) == [], name
-    assert checked == len(SERVICE_CLASSES)
+    assert checked == len(service_classes())

@@ -19,9 +19,9 @@ from worldkit import (
     write_args,
 )
 
-from limbo_plugin.faults import EXECUTORS, FaultPlan
+from limbo_plugin.faults import EXECUTORS, FaultPlan, executors
 from limbo_plugin.sandbox import Sandbox
-from limbo_plugin.spec.models import Execute, FocalTrigger
+from limbo_plugin.spec.models import FocalTrigger
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.world.operator import FINDINGS
 from limbo_plugin.world.seeds import world_seed
@@ -71,10 +71,14 @@ def test_fault_catalog_matches_the_spec(registry: SpecRegistry) -> None:
         "redelivery"]
 
 
-def test_every_execution_kind_has_one_executor_and_every_fate_a_finding() -> None:
-    """A new ``execute`` kind is a word in the spec model plus its executor; a new fate needs
-    the operator's finding for it. Neither can be half-added."""
-    assert set(EXECUTORS) == set(get_args(Execute))
+def test_every_execution_kind_has_one_executor_and_every_fate_a_finding(
+        registry: SpecRegistry) -> None:
+    """A mode's ``execute`` kind is checked against the declared executors when the specs load
+    (a typo is a spec error, not a failure at the first firing); a new fate needs the
+    operator's finding for it. Neither can be half-added."""
+    kinds = [executor.kind for executor in EXECUTORS]
+    assert len(set(kinds)) == len(kinds) and set(executors()) >= set(kinds)
+    assert {mode.execute for mode in registry.faults.values()} <= set(executors())
     assert set(FINDINGS) == set(get_args(Fate))
 
 

@@ -1,14 +1,19 @@
 """One generator per table of the paper (and the report's extra analyses), in report order.
 
-Each takes the merged episodes (and, where it needs them, the repeat runs) and returns a
+Each takes the merged episodes and the repeat runs and returns a
 :class:`~limbo_plugin.report.tables.base.Table` or a
-:class:`~limbo_plugin.report.tables.base.Skipped` with the reason.
+:class:`~limbo_plugin.report.tables.base.Skipped` with the reason. :data:`TABLES` declares
+Limbo's own; an extension module's ``TABLES`` (:mod:`limbo_plugin.extensions`) adds more after
+them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
+from typing import TypeGuard
 
+from limbo_plugin.extensions import declared
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.agents import table3
 from limbo_plugin.report.tables.base import Result, Skipped, Table
@@ -33,7 +38,7 @@ def _rows_only(fn: Callable[[Sequence[EpisodeRow]], Result]) -> Generator:
     return lambda rows, repeats: fn(rows)
 
 
-GENERATORS: list[Generator] = [
+TABLES: tuple[Generator, ...] = (
     _rows_only(table3), _rows_only(table4), _rows_only(table_h1), _rows_only(table5),
     _rows_only(table_contract_classes),
     _rows_only(table6), _rows_only(table7), _rows_only(table_appendix_b),
@@ -41,12 +46,24 @@ GENERATORS: list[Generator] = [
     _rows_only(table10), _rows_only(table_behaviour), _rows_only(table_overclaim),
     _rows_only(table_stakes), _rows_only(table_reissue_timing), _rows_only(table_key_reuse),
     table_equivalence, table_stability,
-]
+)
+
+
+@cache
+def all_tables() -> tuple[Generator, ...]:
+    """:data:`TABLES`, then every extension module's, in report order."""
+    found = declared("TABLES", [__name__], accepts=_is_generator,
+                     what="a function (episodes, repeat runs) -> Table | Skipped")
+    return tuple(d.value for d in found)
+
+
+def _is_generator(item: object) -> TypeGuard[Generator]:
+    return callable(item)
 
 
 def build_tables(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow] = ()
                  ) -> list[Result]:
-    return [generate(rows, repeats) for generate in GENERATORS]
+    return [generate(rows, repeats) for generate in all_tables()]
 
 
-__all__ = ["GENERATORS", "Result", "Skipped", "Table", "build_tables"]
+__all__ = ["TABLES", "Result", "Skipped", "Table", "all_tables", "build_tables"]

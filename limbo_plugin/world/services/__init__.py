@@ -1,15 +1,29 @@
 """The simulated services. Each module holds one service's semantics; its tools live in YAML.
 
-Every module of this package is imported here, so that each :class:`~.base.Service` subclass
-registers itself in :data:`SERVICE_CLASSES`: a new service is its YAML and one module.
+Each module declares the :class:`~.base.Service` subclasses it implements in a ``SERVICES``
+tuple, and so may an extension module of another package (:mod:`limbo_plugin.extensions`): a
+new service is its YAML and one module.
 """
 
-import importlib
-import pkgutil
+from __future__ import annotations
 
-from limbo_plugin.world.services.base import SERVICE_CLASSES
+from functools import cache
+from typing import TypeGuard
 
-for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-    importlib.import_module(f"{__name__}.{_module}")
+from limbo_plugin.extensions import declared, own_modules, unique
+from limbo_plugin.world.services.base import Service
 
-__all__ = ["SERVICE_CLASSES"]
+
+@cache
+def service_classes() -> dict[str, type[Service]]:
+    """Every service implementation by its ``name``: this package's modules, then extensions."""
+    found = declared("SERVICES", own_modules(__name__), accepts=_is_service,
+                     what="a named Service subclass")
+    return {name: d.value for name, d in unique(found, lambda c: c.name, "service").items()}
+
+
+def _is_service(item: object) -> TypeGuard[type[Service]]:
+    return isinstance(item, type) and issubclass(item, Service) and bool(item.name)
+
+
+__all__ = ["service_classes"]

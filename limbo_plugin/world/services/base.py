@@ -5,9 +5,10 @@ carry the tool they implement: ``@handles("email_send")`` marks the execution of
 ``ex.t`` (a read is a handler without effects), and ``@validates("<tool>")`` an optional check
 against current state, run when a request is sent, so that a fault trigger stays armed past
 requests the service rejects anyway (a handler re-checks, because a late commit executes long
-after it was sent). Defining the subclass registers it in :data:`SERVICE_CLASSES`; loading the
-specs checks that every service in YAML has a class and every tool a handler, so a missing one
-is a spec error with its file and line, not a failure in the middle of an episode.
+after it was sent). A module declares the services it implements in a ``SERVICES`` tuple
+(:mod:`limbo_plugin.extensions`), found by :func:`~limbo_plugin.world.services.service_classes`;
+loading the specs checks that every service in YAML has a class and every tool a handler, so a
+missing one is a spec error with its file and line, not a failure in the middle of an episode.
 """
 
 from __future__ import annotations
@@ -27,9 +28,6 @@ Body = dict[str, Any]
 Handler = Callable[["Service", Args, "Execution"], Body]
 Check = Callable[["Service", Args], None]
 F = TypeVar("F", bound=Callable[..., Any])
-
-SERVICE_CLASSES: dict[str, type[Service]] = {}
-"""Every service implementation by name, filled as :class:`Service` subclasses are defined."""
 
 _HANDLES = "__limbo_handles__"
 _VALIDATES = "__limbo_validates__"
@@ -115,13 +113,6 @@ class Service:
                 if hasattr(member, _VALIDATES):
                     checks[getattr(member, _VALIDATES)] = member
         cls.handlers, cls.checks = handlers, checks
-        if "name" in vars(cls) and cls.name:
-            other = SERVICE_CLASSES.get(cls.name)
-            if other is not None and other.__qualname__ != cls.__qualname__:
-                raise TypeError(f"service {cls.name!r} is implemented twice: by "
-                                f"{other.__module__}.{other.__qualname__} and "
-                                f"{cls.__module__}.{cls.__qualname__}")
-            SERVICE_CLASSES[cls.name] = cls
 
     def __init__(self, world: World) -> None:
         self.world = world

@@ -117,3 +117,6 @@ class BillingService(Service):
         if data is None:
             raise not_found("charge", args["charge_id"])
         return {"charge": data}
+
+
+SERVICES = (BillingService,)

@@ -175,3 +175,6 @@ class DatabaseService(Service):
         rows = [row for _, row, _ in table.rows.visible(at)
                 if all(row.get(k) == v for k, v in where.items())]
         return {"table": table.name, "rows": rows[:100], "count": len(rows)}
+
+
+SERVICES = (DatabaseService,)

@@ -95,3 +95,6 @@ class DeployService(Service):
             runs.append(shown)
         runs.reverse()
         return {"service": args["service"], "environment": args["environment"], "runs": runs[:50]}
+
+
+SERVICES = (DeployService,)

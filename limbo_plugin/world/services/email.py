@@ -47,3 +47,6 @@ class EmailService(Service):
                 if search_matches(args["query"], data["to"], data["subject"], data["body"])]
         hits.reverse()
         return {"query": args["query"], "messages": hits[:50]}
+
+
+SERVICES = (EmailService,)

@@ -107,3 +107,6 @@ class SocialService(Service):
     @handles("linkedin_list_posts")
     def list_linkedin(self, args: Args, ex: Execution) -> Body:
         return self._list("linkedin", ex)
+
+
+SERVICES = (SocialService,)

@@ -125,3 +125,6 @@ class TicketsService(Service):
                 hits.append({k: data[k] for k in ("id", "project", "title", "status", "url")})
         hits.reverse()
         return {"query": args["query"], "tickets": hits[:50]}
+
+
+SERVICES = (TicketsService,)
