@@ -99,6 +99,9 @@ class PagerService(Service):
         pages = [row for _, row, _ in self.pages.visible(at)
                  if row["engineer"] == args["engineer"]]
         return {"pages": pages}
+
+
+SERVICES = (PagerService,)
 '''
 TEMPLATE = """\
 name: page_oncall
@@ -222,10 +225,9 @@ def toy(pytester: pytest.Pytester) -> pytest.Pytester:
     insert(specs / "faults" / "modes.yaml", "  - {name: none, class: none", FAMILY)
     modes = specs / "faults" / "modes.yaml"
     modes.write_text(modes.read_text() + MODE)
-    insert(package / "spec" / "models.py", '"now_and_redeliver"', ', "twice"', after=True)
-    insert(package / "faults.py", "EXECUTORS: dict[Execute, Executor] = {\n", EXECUTOR)
-    insert(package / "faults.py", "EXECUTORS: dict[Execute, Executor] = {\n",
-           '    "twice": execute_twice,\n', after=True)
+    insert(package / "faults.py", "EXECUTORS = (\n", EXECUTOR)
+    insert(package / "faults.py", "EXECUTORS = (\n", '    Executor("twice", execute_twice),\n',
+           after=True)
     # A service: its YAML and one module.
     (specs / "services" / "pager.yaml").write_text(SERVICE_SPEC)
     (package / "world" / "services" / "pager.py").write_text(SERVICE_MODULE)
@@ -240,10 +242,10 @@ def toy(pytester: pytest.Pytester) -> pytest.Pytester:
     insert(registry, "AGENT_KINDS: tuple[AgentKind, ...] = (\n", AGENT_KIND)
     insert(registry, "AGENT_KINDS: tuple[AgentKind, ...] = (\n",
            '    AgentKind("lazy", "lazy:<reason>", _check_lazy, _build_lazy),\n', after=True)
-    # A report table: one module and one entry in GENERATORS.
+    # A report table: one module and one entry in TABLES.
     (package / "report" / "tables" / "per_family.py").write_text(TABLE_MODULE)
     tables = package / "report" / "tables" / "__init__.py"
-    insert(tables, "GENERATORS: list[Generator] = [\n",
+    insert(tables, "TABLES: tuple[Generator, ...] = (\n",
            "    _rows_only(table_per_family),\n", after=True)
     insert(tables, "Generator = Callable[",
            "from limbo_plugin.report.tables.per_family import table_per_family\n\n")

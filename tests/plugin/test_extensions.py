@@ -1,0 +1,209 @@
+"""A package of a user's own adds a condition, an agent kind and a report table to Limbo without
+editing it: the package lists its module in the ``limbo`` entry-point group, and Limbo finds it
+through the installed distribution's metadata (importlib.metadata, as pip leaves it).
+
+The package is written here, installed into a folder of its own (its ``.dist-info`` beside it, or
+by ``pip install --target`` in the slow test), and used by pytest and ``limbo`` in subprocesses
+whose ``PYTHONPATH`` holds that folder, so nothing leaks into this process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXTENSION = '''\
+"""Limbo extensions of a user's package: a condition, an agent kind and a report table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from limbo_plugin.agents.base import AgentSession
+from limbo_plugin.agents.registry import AgentKind
+from limbo_plugin.conditions.base import Condition, Middleware
+from limbo_plugin.errors import UsageError
+from limbo_plugin.report.tables.base import Column, Result, Skipped, Table
+from limbo_plugin.toolapi import ToolCall, ToolResult
+
+
+class DemoNote(Middleware):
+    """Adds a note to every tool error the agent gets."""
+
+    def call(self, call: ToolCall) -> ToolResult:
+        result = self.inner.call(call)
+        if call.origin == "agent" and result.is_error:
+            return ToolResult({**result.content, "demo_note": "noted"}, is_error=True)
+        return result
+
+
+class LazyAgent:
+    def __init__(self, reason: str) -> None:
+        self.name = f"lazy:{reason}"
+        self.reason = reason
+
+    def run(self, session: AgentSession) -> None:
+        session.call("finish", {"status": "failed", "summary": self.reason,
+                                "uncertain_operations": []})
+
+
+def check_lazy(rest: str) -> None:
+    if not rest:
+        raise UsageError("agent 'lazy:' needs a reason, e.g. lazy:tired")
+
+
+def per_condition(rows: Sequence, repeats: Sequence) -> Result:
+    if not rows:
+        return Skipped("demo_per_condition", "Episodes per condition", "no episode")
+    table = Table("demo_per_condition", "Episodes per condition", "How many episodes ran "
+                  "under each condition.", [Column("condition", "condition"),
+                                            Column("episodes", "episodes", "int")])
+    for condition in sorted({r.condition for r in rows}):
+        table.rows.append({"condition": condition,
+                           "episodes": sum(r.condition == condition for r in rows)})
+    return table
+
+
+CONDITIONS = (Condition("demo_note", "a note on every tool error", wraps=DemoNote),)
+AGENT_KINDS = (AgentKind("lazy", "lazy:<reason>", check_lazy,
+                         lambda rest, options: LazyAgent(rest)),)
+TABLES = (per_condition,)
+'''
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "limbo-demo-ext"
+version = "0.1.0"
+
+[project.entry-points.limbo]
+demo = "limbo_demo_ext"
+
+[tool.setuptools]
+packages = ["limbo_demo_ext"]
+"""
+SMALL = """\
+name: small
+templates: [incident_open]
+instances: [0]
+focal_writes: [ticket]
+modes: [none, timeout_post]
+conditions: [vanilla, demo_note]
+agents: ["@option", "lazy:tired"]
+"""
+
+
+def write_package(root: Path, name: str = "limbo_demo_ext", body: str = EXTENSION) -> Path:
+    (root / name).mkdir(parents=True)
+    (root / name / "__init__.py").write_text(body)
+    (root / "pyproject.toml").write_text(PYPROJECT.replace("limbo_demo_ext", name)
+                                         .replace("limbo-demo-ext", name.replace("_", "-")))
+    return root
+
+
+def install_beside(site: Path, name: str = "limbo_demo_ext", body: str = EXTENSION,
+                   entry_point: str | None = None) -> None:
+    """What an install leaves: the package, and a ``.dist-info`` whose ``entry_points.txt``
+    lists the module in the ``limbo`` group."""
+    write_package(site, name, body)
+    info = site / f"{name}-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(f"[limbo]\n{name} = {entry_point or name}\n")
+
+
+@pytest.fixture
+def project(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    (project.path / "specs" / "experiments" / "small.yaml").write_text(SMALL)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(project.path / "site"), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return project
+
+
+def records(project: pytest.Pytester) -> list[dict[str, Any]]:
+    path = project.path / "reports" / "episodes.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def limbo(project: pytest.Pytester, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "limbo_plugin.cli", *args], cwd=project.path,
+                          capture_output=True, text=True, check=False)
+
+
+def runs_the_extension(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess("--experiment", "small", "-p", "no:randomly")
+    # verify_first passes both worlds under both conditions; the lazy agent fails all four
+    result.assert_outcomes(passed=4, failed=4)
+    out = records(project)
+    assert {(r["condition"], r["agent"]) for r in out} == {
+        (c, a) for c in ("vanilla", "demo_note") for a in ("scripted:verify_first", "lazy:tired")}
+    noted = [r for r in out if r["condition"] == "demo_note" and r["fault_mode"] == "timeout_post"
+             and r["agent"] == "scripted:verify_first"]
+    assert [any(e["response"].get("demo_note") == "noted" for e in r["trace"])
+            for r in noted] == [True]
+    assert {r["final_status"] for r in out if r["agent"] == "lazy:tired"} == {"failed"}
+    report = limbo(project, "report", "reports/episodes.jsonl", "--out", "report")
+    assert report.returncode == 0, report.stderr
+    table = json.loads((project.path / "report" / "tables" / "demo_per_condition.json")
+                       .read_text())
+    assert [(row["condition"], row["episodes"]) for row in table["rows"]] == [
+        ("demo_note", 4), ("vanilla", 4)]
+    listed = limbo(project, "list", "conditions")
+    assert "demo_note" in listed.stdout, listed.stderr
+
+
+def test_an_installed_package_adds_a_condition_an_agent_kind_and_a_table(
+        project: pytest.Pytester) -> None:
+    install_beside(project.path / "site")
+    runs_the_extension(project)
+
+
+def test_without_the_package_its_names_are_unknown(project: pytest.Pytester) -> None:
+    """The same experiment without the distribution installed: the names are not Limbo's."""
+    result = project.runpytest_subprocess("--experiment", "small")
+    assert result.ret != pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*small.yaml:6: *unknown condition 'demo_note'*"])
+
+
+def test_an_extension_that_does_not_load_is_one_line_naming_it(
+        project: pytest.Pytester) -> None:
+    install_beside(project.path / "site", body="raise ImportError('no module named nope')\n")
+    result = project.runpytest_subprocess("--experiment", "small", "--condition", "vanilla")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    error = [line for line in result.stderr.lines if "limbo_demo_ext" in line]
+    assert len(error) == 1 and "does not load: ImportError: no module named nope" in error[0]
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_a_name_taken_by_two_packages_is_one_line_naming_both(
+        project: pytest.Pytester) -> None:
+    site = project.path / "site"
+    install_beside(site)
+    clash = 'from limbo_plugin.conditions.base import Condition\n' \
+            'CONDITIONS = (Condition("guard", "a second guard"),)\n'
+    install_beside(site, "limbo_clash_ext", clash)
+    result = project.runpytest_subprocess("--experiment", "small")
+    assert result.ret != pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*condition 'guard' is declared twice: in "
+                                 "limbo_plugin.conditions.guard and in limbo_clash_ext*"])
+
+
+@pytest.mark.slow
+def test_pip_install_of_the_package_is_enough(project: pytest.Pytester) -> None:
+    """The package built and installed by pip (``--target``, no index), as a user would."""
+    source = write_package(project.path / "src")
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                          "--target",
+                          str(project.path / "site"), str(source)],
+                         capture_output=True, text=True, check=False)
+    assert pip.returncode == 0, pip.stderr
+    points = list((project.path / "site").glob("limbo_demo_ext-*.dist-info/entry_points.txt"))
+    assert len(points) == 1 and "[limbo]" in points[0].read_text()
+    runs_the_extension(project)
