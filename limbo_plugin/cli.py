@@ -120,7 +120,8 @@ class OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="limbo", description=__doc__.split("\n\n")[0].replace("``", ""))
     parser.add_argument("--version", action="version", version=f"limbo {_version()}")
-    parser.add_argument("--specs", default=None, help="specs directory (default ./specs)")
+    parser.add_argument("--specs", default=None, help="specs directory (default ./specs, else "
+                        "the specs installed with Limbo)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     listing = sub.add_parser("list", help="list the names Limbo knows")
@@ -225,6 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     from limbo_plugin.realmcp.commands import register as register_real_mcp_tools
 
     register_real_mcp_tools(sub)
+
+    from limbo_plugin.init_command import register as register_init
+
+    register_init(sub)
 
     harness = sub.add_parser("harness", help="install and list the production harness CLIs")
     harness_sub = harness.add_subparsers(dest="harness_command", required=True)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from limbo_plugin.discovery import given_limbo_options, names_experiments, redirect_collection
 from limbo_plugin.errors import LimboError, SpecError, UsageError
 from limbo_plugin.records import DEFAULT_RECORDS, RUN_FIELDS
 from limbo_plugin.report.records import shown_path
@@ -74,7 +75,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "limbo_baseline": ("--limbo-baseline", "records of a previous run to compare with "
                        "(exact McNemar on paired episodes); 'previous': the records this run "
                        "replaces"),
-    "limbo_specs": ("--limbo-specs", "the specs directory (default: <rootdir>/specs)"),
+    "limbo_specs": ("--limbo-specs", "the specs directory; given, its experiments alone are "
+                    "collected (default: <rootdir>/specs, else the specs installed with Limbo)"),
     "limbo_cassette": ("--limbo-cassette", "directory recording/replaying model responses"),
     "limbo_cassette_mode": ("--limbo-cassette-mode", "record, replay or auto (default auto)"),
     "limbo_cost_limit": ("--limbo-cost-limit", "stop starting episodes once this many USD "
@@ -155,12 +157,21 @@ class LimboState:
         candidate = root / "specs"
         self.specs_dir = Path(specs).resolve() if specs else (
             candidate if (candidate / "services").is_dir() else default_specs_dir())
+        # What the run collects, and whether Limbo takes part at all (limbo_plugin.discovery).
+        self.limbo_options = given_limbo_options(
+            config, ((dest, flag) for dest, (flag, _) in OPTIONS.items()))
+        self.redirected = redirect_collection(config, self.specs_dir, specs_option=bool(specs),
+                                              limbo_options=bool(self.limbo_options))
         self._registry: SpecRegistry | None = None
         self.spec_error: SpecError | None = None
         self.specs_loaded = False
         self.experiment = option(config, "experiment") or "default"
         self.collects_specs = collects_specs(config, self.specs_dir)
         self.only_specs = collects_only_specs(config, self.specs_dir)
+        self.active = (self.collects_specs or bool(self.limbo_options)
+                       or names_experiments(config))
+        """Whether Limbo takes part in this run; otherwise it creates, writes and prints
+        nothing (another project's tests in the same environment)."""
         self.sigterm_handler: Any = None
         if self.collects_specs:
             # Validated now, before the first episode; a run that collects no specs (``pytest
@@ -370,9 +381,9 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         check_rootdir(config)
         state = LimboState(config)
-        if not state.is_worker:
+        if state.active and not state.is_worker:
             prepare_controller(config, state)
-        elif state.resume:
+        elif state.active and state.resume:
             from limbo_plugin.report.outcomes import read_outcomes
 
             state.remember_done(read_outcomes(state.records_path))
@@ -383,6 +394,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SpecErrorPolicy(), "limbo-spec-errors")
     if state.only_specs:
         lean_spec_run(config)
+    if not state.active:
+        return
     if not state.is_worker:
         from limbo_plugin.report.records import RecordWriter
 
@@ -659,7 +672,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     config = parent.config
     state = config.stash.get(STATE, None)
-    if state is None or file_path.suffix not in (".yaml", ".yml"):
+    if state is None or not state.active or file_path.suffix not in (".yaml", ".yml"):
         return None
     if file_path.parent.name != "experiments":
         return None
@@ -1070,6 +1083,18 @@ class LimboController:
             return (yield)
         finally:
             print_summary(terminalreporter, self.state)
+            hint_if_nothing_collected(terminalreporter, self.state, exitstatus)
+
+
+def hint_if_nothing_collected(terminalreporter: Any, state: LimboState, exitstatus: int) -> None:
+    """A Limbo option was given, yet no episode ran: one line saying why and what to run."""
+    if (not state.limbo_options or state.outcomes or state.previous or state.selected
+            or state.config.option.collectonly or exitstatus == pytest.ExitCode.INTERRUPTED):
+        return
+    from limbo_plugin.discovery import nothing_collected_hint
+
+    terminalreporter.write_line(nothing_collected_hint(
+        state.specs_dir, state.experiment, state.limbo_options, state.redirected), yellow=True)
 
 
 def _in_experiments(nodeid: str) -> bool:

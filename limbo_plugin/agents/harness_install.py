@@ -50,9 +50,9 @@ def cache_root() -> Path:
 def harness_dirs() -> list[Path]:
     """Where adapters are looked up by name: the project's ``specs/harnesses`` first, then the
     specs Limbo ships."""
-    from limbo_plugin.spec.registry import default_specs_dir
+    from limbo_plugin.spec.registry import default_specs_dir, packaged_specs_dir
 
-    shipped = Path(__file__).resolve().parents[2] / "specs" / "harnesses"
+    shipped = packaged_specs_dir() / "harnesses"
     dirs = [Path.cwd() / "specs" / "harnesses", default_specs_dir() / "harnesses", shipped]
     unique: list[Path] = []
     for directory in dirs:

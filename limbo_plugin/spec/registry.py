@@ -40,8 +40,19 @@ SPECS_ENV = "LIMBO_SPECS"
 T = TypeVar("T")
 
 
+def packaged_specs_dir() -> Path:
+    """The default specs that come with Limbo: inside the installed package
+    (``limbo_plugin/_specs``, copied there when the wheel is built), or, running from a checkout
+    or an editable install, the checkout's own ``specs/``."""
+    package = Path(__file__).resolve().parents[1]
+    shipped = package / "_specs"
+    if (shipped / "services").is_dir():
+        return shipped
+    return package.parent / "specs"
+
+
 def default_specs_dir() -> Path:
-    """``$LIMBO_SPECS``, else ``./specs`` if present, else the specs shipped beside the package.
+    """``$LIMBO_SPECS``, else ``./specs`` if present, else the specs shipped with the package.
 
     For entry points only (plugin, command line, benchmarks): it depends on the environment.
     """
@@ -51,7 +62,7 @@ def default_specs_dir() -> Path:
     local = Path.cwd() / "specs"
     if (local / "services").is_dir():
         return local.resolve()
-    return (Path(__file__).resolve().parents[2] / "specs").resolve()
+    return packaged_specs_dir()
 
 
 @dataclass

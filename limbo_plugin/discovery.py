@@ -1,0 +1,99 @@
+"""What a pytest run collects and whether Limbo takes part in it at all.
+
+Limbo is installed as a pytest plugin, so it is loaded in every project of the environment. It
+stays out of a run (no reports/ folder, no file, no output) unless the run collects Limbo
+episodes or is given a Limbo option. Where no test path is named on the command line, the
+specs decide what is collected:
+
+1. ``--limbo-specs DIR`` (command line or ini): DIR's experiments, and only those;
+2. else the project's own ``<rootdir>/specs``, through pytest's usual collection;
+3. else, when a Limbo option is given (``pytest --experiment default`` in any directory), the
+   specs installed with Limbo (:func:`~limbo_plugin.spec.registry.packaged_specs_dir`).
+
+Test paths named on the command line are always collected as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+# ``config`` below is pytest's Config; pytest itself is imported by the plugin module only.
+
+
+def given_limbo_options(config: Any, options: Iterable[tuple[str, str]]) -> list[str]:
+    """The Limbo options this run was given, as flags: ``options`` are (dest, flag) pairs of
+    the plugin's valued options; an ini setting ``limbo_…`` counts as given."""
+    given: list[str] = []
+    for dest, flag in options:
+        ini = f"limbo_{dest}" if not dest.startswith("limbo_") else dest
+        if config.getoption(f"limbo_opt_{dest}", default=None) is not None or _ini(config, ini):
+            given.append(flag)
+    if config.getoption("limbo_model_options", default=None):
+        given.append("--model-option")
+    if config.getoption("limbo_resume", default=False):
+        given.append("--limbo-resume")
+    return given
+
+
+def _ini(config: Any, name: str) -> bool:
+    try:
+        return bool(config.getini(name))
+    except ValueError:
+        return False
+
+
+def is_specs_dir(path: Path) -> bool:
+    return (path / "services").is_dir()
+
+
+def paths_named(config: Any) -> bool:
+    """Whether test paths were named on the command line (pytest then collects exactly them)."""
+    return bool(config.args_source is config.ArgsSource.ARGS)
+
+
+def redirect_collection(config: Any, specs_dir: Path, *, specs_option: bool,
+                        limbo_options: bool) -> bool:
+    """Point pytest's collection at ``specs_dir`` where the rules in the module docstring say
+    so (``config.args`` is what the session collects); whether it did."""
+    if paths_named(config):
+        return False
+    own = Path(str(config.rootpath)) / "specs"
+    if specs_option or (limbo_options and not is_specs_dir(own)):
+        config.args[:] = [str(specs_dir)]
+        return True
+    return False
+
+
+def names_experiments(config: Any) -> bool:
+    """Whether a named test path is an experiment file or lies in an ``experiments`` folder."""
+    if not paths_named(config):
+        return False
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        if path.suffix in (".yaml", ".yml") or "experiments" in path.parts:
+            return True
+    return False
+
+
+def nothing_collected_hint(specs_dir: Path, experiment: str, options: list[str],
+                           redirected: bool) -> str:
+    """One line for a run that was given Limbo options but collected no episode: why, and what
+    to run instead."""
+    given = ", ".join(options)
+    experiments = specs_dir / "experiments"
+    known = sorted(p.stem for p in experiments.glob("*.y*ml")) if experiments.is_dir() else []
+    if known and experiment not in known:
+        why = f"there is no experiment {experiment!r} in {experiments}"
+        what = f"pick one of {', '.join(known)} (--experiment NAME)"
+    elif redirected:
+        why = f"-k/-m selected none of experiment {experiment!r} in {specs_dir}"
+        what = (f"loosen them; `pytest --experiment {experiment} --collect-only -q` lists its "
+                "episodes")
+    else:
+        why = f"the test paths of this run hold no Limbo experiment (the specs: {specs_dir})"
+        what = (f"run `pytest --experiment {experiment}` without test paths, name an "
+                "experiment file, or pass --limbo-specs=DIR (`limbo init` copies the default "
+                "specs into this project)")
+    return f"limbo: {given} given but no Limbo episode was collected: {why}; {what}"
