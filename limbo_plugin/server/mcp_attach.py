@@ -13,29 +13,35 @@ Environment: ``LIMBO_MCP_FORK_SOCKET`` (the fork server's socket), ``LIMBO_SANDB
 
 from __future__ import annotations
 
-import json
+import _socket  # not ``socket``: its enums cost more start-up time than the rest of this file
 import os
-import socket
 import sys
+from array import array
 
 SOCKET_ENV = "LIMBO_MCP_FORK_SOCKET"
 TOKEN_ENV = "LIMBO_SANDBOX_TOKEN"  # as limbo_plugin.server.wire (not imported: kept stdlib-only)
 URL_ENV = "LIMBO_SANDBOX_URL"
 
 
+def request_text(url: str, token: str) -> bytes:
+    """The request: the URL and the token, one line each (neither holds a line break)."""
+    return f"{url}\n{token}".encode()
+
+
 def main() -> int:
     path, url, token = (os.environ.get(SOCKET_ENV), os.environ.get(URL_ENV),
                         os.environ.get(TOKEN_ENV))
-    if not path or not url or not token:
-        print(f"limbo mcp attach: {SOCKET_ENV}, {URL_ENV} and {TOKEN_ENV} are required",
-              file=sys.stderr)
+    if not path or not url or not token or "\n" in url + token:
+        print(f"limbo mcp attach: {SOCKET_ENV}, {URL_ENV} and {TOKEN_ENV} are required "
+              "(one line each)", file=sys.stderr)
         return 2
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         connection.connect(path)
-        request = json.dumps({"url": url, "token": token}).encode()
-        socket.send_fds(connection, [request], [0, 1, 2])
-        connection.shutdown(socket.SHUT_WR)  # the request is complete
+        descriptors = array("i", [0, 1, 2]).tobytes()
+        connection.sendmsg([request_text(url, token)],
+                           [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, descriptors)])
+        connection.shutdown(_socket.SHUT_WR)  # the request is complete
         status = connection.recv(1)
     except OSError as exc:
         print(f"limbo mcp attach: the MCP fork server at {path} is not answering: {exc}",

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
-import json
 import os
 import selectors
 import shutil
@@ -36,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from limbo_plugin.server.client import SandboxClient
 from limbo_plugin.server.launch import PACKAGE_ROOT, McpLaunch
 from limbo_plugin.server.mcp_attach import SOCKET_ENV
 from limbo_plugin.server.wire import TOKEN_ENV, URL_ENV
@@ -134,8 +134,7 @@ def serve(socket_path: str) -> None:
     from mcp.server.lowlevel import Server  # noqa: F401
     from mcp.server.stdio import stdio_server  # noqa: F401
 
-    from limbo_plugin.server.client import SandboxClient
-
+    _warm_up()
     signal.signal(signal.SIGCHLD, _reap)
     signal.signal(signal.SIGTERM, _stop)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -174,6 +173,42 @@ def serve(socket_path: str) -> None:
             os.close(fd)
 
 
+class _StandInSandbox(SandboxClient):
+    """A sandbox client that answers without a network: what the warm-up session talks to."""
+
+    def __init__(self) -> None:
+        super().__init__("http://127.0.0.1:9", "warm-up")  # never connected
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        return [{"name": "wait", "description": "warm-up", "inputSchema": {"type": "object"},
+                 "annotations": {"readOnlyHint": True}}]
+
+    def call(self, name: str, arguments: Any) -> tuple[str, bool]:
+        return "{}", False
+
+
+
+def _warm_up() -> None:
+    """One in-memory MCP session (initialize, list, call) against a stand-in sandbox, before the
+    first fork: the SDK builds its validators on first use, and a child that inherits them
+    built does not build them again for every episode. The session's worker threads are
+    joined, so the fork server is single-threaded when it forks."""
+    import anyio
+    from mcp import Client
+
+    from limbo_plugin.server.mcp_server import build_server
+
+    async def session() -> None:
+        async with Client(build_server(_StandInSandbox())) as client:
+            await client.list_tools()
+            await client.call_tool("wait", {})
+
+    anyio.run(session)
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(timeout=STOP_GRACE_S)
+
+
 def _reap(signum: int = 0, frame: Any = None) -> None:
     """Wait for every child that has ended (so none lingers as a zombie, and their CPU time
     counts toward this process's, as ``limbo mcp``'s counts toward its client's)."""
@@ -202,23 +237,25 @@ def _stop(signum: int, frame: Any) -> None:
 
 
 def _receive(connection: socket.socket) -> tuple[dict[str, str], list[int]]:
+    """The launcher's request (:func:`~limbo_plugin.server.mcp_attach.request_text`) and the
+    three descriptors it passed; ``ValueError`` for anything else (its descriptors closed)."""
     data, fds, _, _ = socket.recv_fds(connection, MAX_REQUEST_BYTES, 3)
-    chunks = [data]
-    while chunk := connection.recv(MAX_REQUEST_BYTES):
-        chunks.append(chunk)
-        if sum(map(len, chunks)) > MAX_REQUEST_BYTES:
-            raise ValueError("request too large")
-    if len(fds) != 3:
+    try:
+        chunks = [data]
+        while chunk := connection.recv(MAX_REQUEST_BYTES):
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > MAX_REQUEST_BYTES:
+                raise ValueError("request too large")
+        if len(fds) != 3:
+            raise ValueError("expected stdin, stdout and stderr")
+        lines = b"".join(chunks).decode().split("\n")
+        if len(lines) != 2 or not all(lines):
+            raise ValueError("expected the URL and the token, one line each")
+    except (ValueError, OSError):
         for fd in fds:
             os.close(fd)
-        raise ValueError("expected stdin, stdout and stderr")
-    request = json.loads(b"".join(chunks))
-    if not isinstance(request, dict) or not all(
-            isinstance(request.get(k), str) for k in ("url", "token")):
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("expected url and token")
-    return request, fds
+        raise
+    return {"url": lines[0], "token": lines[1]}, fds
 
 
 def _serve_episode(request: dict[str, str], fds: list[int], client_type: type) -> int:
