@@ -9,6 +9,7 @@ file) under pyinstrument and prints
   spec registry), collection, the test loop, the terminal summary, exit — measured by hook
   timestamps, in wall and in this process's CPU time (which a loaded machine inflates less),
   and the time spent in the cyclic garbage collector (``gc.callbacks``);
+* with Limbo, the CPU time spent inside the episodes themselves (``run_episode``);
 * the top functions by *own* time (time with that function on top of the stack, summed over every
   call path): the table the benchmarks README quotes as "the profile's top five";
 * the top Limbo functions by *inclusive* time (counted once per call path, not per recursion).
@@ -40,6 +41,8 @@ class PhaseClock:
         self.marks: dict[str, float] = {}
         self.cpu_marks: dict[str, float] = {}
         self.gc_seconds = 0.0
+        self.episode_cpu = 0.0
+        self.episodes = 0
         self._gc_start = 0.0
 
     def gc_callback(self, phase: str, info: dict[str, Any]) -> None:
@@ -47,6 +50,24 @@ class PhaseClock:
             self._gc_start = time.perf_counter()
         else:
             self.gc_seconds += time.perf_counter() - self._gc_start
+
+    def time_episodes(self) -> None:
+        """Sum the CPU time spent inside ``run_episode`` (the episode itself: world, agent,
+        grading, the record object), so the test loop's CPU splits into the episodes and what
+        pytest and the plugin add per item."""
+        import limbo_plugin.episode as episode
+
+        inner = episode.run_episode
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.process_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.episode_cpu += time.process_time() - start
+                self.episodes += 1
+
+        episode.run_episode = timed  # type: ignore[assignment]
 
     def mark(self, name: str) -> None:
         self.marks.setdefault(name, time.perf_counter())
@@ -114,6 +135,8 @@ def main() -> None:
         limbo = "no:limbo" not in pytest_args
         if limbo and not any(a.startswith("--limbo-records") for a in pytest_args):
             pytest_args.append(f"--limbo-records={Path(tmp) / 'episodes.jsonl'}")
+        if limbo:
+            clock.time_episodes()
         profiler = Profiler(interval=0.001)
         gc.callbacks.append(clock.gc_callback)
         if not args.phases_only:
@@ -138,6 +161,9 @@ def main() -> None:
             marks, [*marks[1:], ("end", end, end_cpu)], strict=True):
         print(f"  {name:18} {following - at:6.2f}  {cpu_following - cpu_at:6.2f}")
     print(f"  {'(garbage collector':18} {clock.gc_seconds:6.2f} s, spread over the phases)")
+    if clock.episodes:
+        print(f"  {'(inside episodes':18} {clock.episode_cpu:6.2f} s CPU over {clock.episodes} "
+              f"episodes, {clock.episode_cpu / clock.episodes * 1000:.2f} ms each)")
     if args.phases_only:
         return
     root = profiler.last_session.root_frame()
