@@ -4,32 +4,20 @@ pytest project for end-to-end runs."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from reportkit import Browser, BuiltReport, find_chromium
 
 from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
-from limbo_plugin.records import EpisodeRecord
-from limbo_plugin.report.build import ReportOutcome, make_report
+from limbo_plugin.report.build import make_report
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 AGENTS = ("scripted:blind_retry", "scripted:verify_first")
 MODES = ["none", "timeout_pre", "timeout_post", "timeout_late", "http500_post", "redelivery"]
-
-
-@dataclass
-class BuiltReport:
-    records: list[EpisodeRecord]
-    outcome: ReportOutcome
-
-    @property
-    def out(self) -> Path:
-        return self.outcome.out
 
 
 @pytest.fixture(scope="session")
@@ -44,31 +32,6 @@ def real_report(registry: SpecRegistry, tmp_path_factory: pytest.TempPathFactory
     path = root / "episodes.jsonl"
     path.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
     return BuiltReport(records, make_report([path], registry, root / "report"))
-
-
-def find_chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-@dataclass
-class Browser:
-    executable: str
-    profile: Path
-
-    def dump_dom(self, url: str, budget_ms: int = 5000) -> str:
-        """The DOM after the page's scripts ran (virtual time lets chunk scripts load)."""
-        done = subprocess.run(
-            [self.executable, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={self.profile}", f"--virtual-time-budget={budget_ms}",
-             "--dump-dom", url],
-            capture_output=True, text=True, timeout=120, check=False)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout
 
 
 @pytest.fixture

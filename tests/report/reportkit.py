@@ -1,12 +1,19 @@
-"""Synthetic episode records with known outcomes, for the report's tests."""
+"""What the report tests share besides fixtures: synthetic episode records with known
+outcomes, the report built from real episodes, a headless browser. A module of its own
+(imported as ``reportkit``): ``from conftest import …`` finds whichever ``conftest`` was
+imported first, so it depends on collection order."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from limbo_plugin.records import EffectCount, EpisodeRecord, TraceEntry
+from limbo_plugin.report.build import ReportOutcome
 from limbo_plugin.report.load import LoadedRecords, SpecFacts, load_records
 from limbo_plugin.spec.registry import SpecRegistry
 
@@ -85,3 +92,38 @@ def write(path: Path, records: Iterable[EpisodeRecord]) -> Path:
 def load(paths: Iterable[str | Path]) -> LoadedRecords:
     """Load record files as ``limbo report`` does, with the project's specs."""
     return load_records(list(paths), FACTS)
+
+
+@dataclass
+class BuiltReport:
+    records: list[EpisodeRecord]
+    outcome: ReportOutcome
+
+    @property
+    def out(self) -> Path:
+        return self.outcome.out
+
+
+@dataclass
+class Browser:
+    executable: str
+    profile: Path
+
+    def dump_dom(self, url: str, budget_ms: int = 5000) -> str:
+        """The DOM after the page's scripts ran (virtual time lets chunk scripts load)."""
+        done = subprocess.run(
+            [self.executable, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={self.profile}", f"--virtual-time-budget={budget_ms}",
+             "--dump-dom", url],
+            capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None

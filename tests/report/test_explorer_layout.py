@@ -15,8 +15,8 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from reportkit import Browser, BuiltReport
 
-from conftest import Browser, BuiltReport
 from limbo_plugin.records import make_test_id
 from limbo_plugin.report.html import episode_uid
 from limbo_plugin.stats import mcnemar_exact

@@ -7,9 +7,8 @@ import re
 from html import unescape
 
 import pytest
-from reportkit import load
+from reportkit import Browser, BuiltReport, load
 
-from conftest import Browser, BuiltReport
 from limbo_plugin.report.html import episode_uid
 
 pytestmark = pytest.mark.slow

@@ -11,9 +11,8 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from reportkit import cell, record, write
+from reportkit import BuiltReport, cell, record, write
 
-from conftest import BuiltReport
 from limbo_plugin.cli import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

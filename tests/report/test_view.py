@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from reportkit import BuiltReport
 
-from conftest import BuiltReport
 from limbo_plugin.report.view import report_is_stale
 
 URL = re.compile(r"^Serving (.+) at (http://127\.0\.0\.1:\d+/index\.html) \(Ctrl-C to stop\)$")
