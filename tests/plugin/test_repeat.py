@@ -104,3 +104,20 @@ def test_merge_keeps_every_repeat(project: pytest.Pytester) -> None:
     out = project.path / "merged.jsonl"
     assert main(["merge", str(out), str(source)]) == 0
     assert len(out.read_text().splitlines()) == 8
+
+
+def test_the_report_shows_pass_k(project: pytest.Pytester, registry) -> None:
+    import json as json_
+
+    from limbo_plugin.report.build import make_report
+
+    project.runpytest("--experiment", "small", "--limbo-repeat", "3", "-k", "incident_open")
+    source = project.path / "reports" / "episodes.jsonl"
+    outcome = make_report([source], registry, project.path / "report")
+    table = json_.loads((project.path / "report" / "tables" / "pass_k.json").read_text())
+    text = json_.dumps(table)
+    assert "pass^3" in text
+    html = (outcome.index).read_text()
+    assert 'data-table="pass_k"' in html
+    rows = [outcome_row for outcome_row in table["rows"] if outcome_row["family"] == "lost_ack"]
+    assert rows and rows[0]["episodes"] == 1

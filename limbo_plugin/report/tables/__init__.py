@@ -25,6 +25,7 @@ from limbo_plugin.report.tables.equivalence import table_equivalence, table_stab
 from limbo_plugin.report.tables.harnesses import table8, table9
 from limbo_plugin.report.tables.mcnemar import table_appendix_b
 from limbo_plugin.report.tables.overclaim import table_overclaim
+from limbo_plugin.report.tables.passk import table_pass_k
 from limbo_plugin.report.tables.regression import table_h1
 from limbo_plugin.report.tables.reissues import table_key_reuse, table_reissue_timing
 from limbo_plugin.report.tables.shapley import table4
@@ -45,7 +46,7 @@ TABLES: tuple[Generator, ...] = (
     _rows_only(table8), _rows_only(table9),
     _rows_only(table10), _rows_only(table_behaviour), _rows_only(table_overclaim),
     _rows_only(table_stakes), _rows_only(table_reissue_timing), _rows_only(table_key_reuse),
-    table_equivalence, table_stability,
+    table_equivalence, table_stability, table_pass_k,
 )
 
 
