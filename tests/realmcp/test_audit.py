@@ -165,3 +165,24 @@ def test_audit_of_mcp_server_sqlite(tmp_path) -> None:
     assert rows["write_query"]["read_back"][0] == "read_query"
     assert document["server"]["unprotected_writes"] == ["append_insight"]
     assert status == 1
+
+
+def test_a_proposed_read_back_finds_the_write_in_any_listed_collection() -> None:
+    from limbo_plugin.readback import ANY_LIST, queries
+    from limbo_plugin.spec.models import ReadBack
+
+    tools = list(REGISTRY.catalog("native").tools.values())
+    listed = [ListedTool(t.name, t.description, t.input_schema, t.annotations(), {})
+              for t in tools]
+    rows = {r.tool: r for r in Auditor(listed, load_rules()).audit()}
+    verify = rows["tickets_create"].verify
+    assert verify is not None and verify["tool"] == "tickets_list"
+    assert verify["items"] == ANY_LIST and verify["args"] == {"project": "{project}"}
+    (query,) = queries(ReadBack.model_validate(verify),
+                       {"project": "OPS", "title": "Disk full", "description": "db-3"})
+    assert query.arguments == {"project": "OPS"}
+    listing = {"tickets": [{"id": "T-1", "title": "Other", "description": "x"},
+                           {"id": "T-2", "title": "Disk full", "description": "db-3"}],
+               "next": None}
+    assert query.find(listing) == listing["tickets"][1]
+    assert query.find({"tickets": listing["tickets"][:1]}) is None
