@@ -176,6 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare.add_parser(sub).set_defaults(
         handler=lambda args: compare.run_command(args, _registry(args).family_order))
+    from limbo_plugin.report import plan
+
+    plan.add_parser(sub).set_defaults(handler=lambda args: plan.run_command(args,
+                                                                             _registry(args)))
 
     report = sub.add_parser("report", help="the paper's tables, figures and an HTML report "
                             "with an episode explorer, from one or more record files")

@@ -379,3 +379,15 @@ def describe(exc: BaseException) -> str:
         text = text[:500] + "…"
     prefix = f"{type(exc).__name__}" + (f" (HTTP {status})" if isinstance(status, int) else "")
     return f"{prefix}: {text}" if text else prefix
+
+
+def token_prices(model: str) -> tuple[float, float] | None:
+    """The USD price of one prompt and one completion token of ``model`` in litellm's bundled
+    price map (``limbo plan``'s budget); ``None`` for a model the map does not know."""
+    litellm = import_litellm()
+    for name in (model, model.split("/", 1)[-1]):
+        info = litellm.model_cost.get(name)
+        if info and info.get("input_cost_per_token") is not None:
+            return (float(info["input_cost_per_token"]),
+                    float(info.get("output_cost_per_token") or 0.0))
+    return None

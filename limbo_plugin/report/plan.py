@@ -1,0 +1,103 @@
+"""``limbo plan``: what an experiment will cost before it is run.
+
+For each agent of the experiment (or the ``--agent`` given): the episodes it would run, the model
+calls and tokens they are expected to take, and the cost at the model's price in litellm's
+bundled price map. Calls and tokens per episode come from the paper (§6.5: about 12k tokens per
+minimal-scaffold episode and 153k per Codex CLI episode; Table 7: 8.7 tool calls per episode,
+one model turn each plus the final one), or from ``--tokens-per-episode``. The prompt/completion
+split of those tokens is not in the paper: ``--completion-share`` sets it (default 0.08, an
+assumption: a scaffold episode re-sends its growing conversation each turn, so prompt tokens
+dominate). Scripted and MCP agents make no model call.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+from limbo_plugin.report.facets import harness_of, model_of
+
+TOKENS_PER_EPISODE = {"minimal": 12_000, "codex": 153_000}
+"""Paper §6.5; the other harnesses' consumption is not reported."""
+MODEL_CALLS_PER_EPISODE = 9.7
+"""Table 7: 8.7 tool calls per vanilla episode, a model turn each, and the turn that finishes."""
+COMPLETION_SHARE = 0.08
+
+
+@dataclass(frozen=True)
+class AgentBudget:
+    agent: str
+    episodes: int
+    model_calls: float | None
+    tokens: float | None
+    cost_usd: float | None
+    note: str = ""
+
+
+def budget(agent: str, episodes: int, tokens_per_episode: float | None,
+           completion_share: float) -> AgentBudget:
+    kind = agent.split(":", 1)[0]
+    if kind not in ("litellm", "harness"):
+        return AgentBudget(agent, episodes, 0.0, 0.0, 0.0, "no model calls")
+    per = tokens_per_episode or TOKENS_PER_EPISODE.get(harness_of(agent))
+    if per is None:
+        return AgentBudget(agent, episodes, None, None, None, "tokens per episode unknown for "
+                           f"{harness_of(agent)}: give --tokens-per-episode")
+    tokens = per * episodes
+    calls = MODEL_CALLS_PER_EPISODE * episodes if kind == "litellm" else None
+    from limbo_plugin.agents.provider import token_prices
+
+    prices = token_prices(model_of(agent))
+    if prices is None:
+        return AgentBudget(agent, episodes, calls, tokens, None,
+                           f"no known price for {model_of(agent)}")
+    cost = tokens * ((1 - completion_share) * prices[0] + completion_share * prices[1])
+    return AgentBudget(agent, episodes, calls, tokens, cost)
+
+
+def add_parser(sub: Any) -> Any:
+    plan = sub.add_parser("plan", help="episodes, model calls, tokens and cost of an "
+                          "experiment before running it")
+    plan.add_argument("--experiment", default="default", help="experiment name (default "
+                      "default)")
+    plan.add_argument("--agent", default=None, help="one agent instead of the experiment's "
+                      "(e.g. litellm:openai/gpt-4o)")
+    plan.add_argument("--tokens-per-episode", type=float, default=None,
+                      help="expected tokens per episode (default: the paper's figure)")
+    plan.add_argument("--completion-share", type=float, default=COMPLETION_SHARE,
+                      help=f"share of tokens that are completion tokens (default "
+                      f"{COMPLETION_SHARE})")
+    return plan
+
+
+def run_command(args: argparse.Namespace, registry: Any) -> int:
+    from limbo_plugin.errors import UsageError
+    from limbo_plugin.experiments import find_experiment, load_experiment
+    from limbo_plugin.runconfig import RunConfig
+
+    if not 0.0 <= args.completion_share <= 1.0:
+        raise UsageError(f"--completion-share {args.completion_share}: give a share in [0, 1]")
+    experiment = load_experiment(find_experiment(args.experiment, registry), registry)
+    overrides = {"agent": args.agent} if args.agent else {}
+    episodes = experiment.episodes(registry, overrides, RunConfig())
+    counts: dict[str, int] = {}
+    for episode in episodes:
+        counts[episode.config.agent] = counts.get(episode.config.agent, 0) + 1
+    rows = [budget(agent, n, args.tokens_per_episode, args.completion_share)
+            for agent, n in sorted(counts.items())]
+    print(f"Experiment {experiment.name}: {len(episodes)} episode(s).")
+    for row in rows:
+        calls = "—" if row.model_calls is None else f"{row.model_calls:,.0f}"
+        tokens = "—" if row.tokens is None else f"{row.tokens:,.0f}"
+        cost = "unknown" if row.cost_usd is None else f"${row.cost_usd:,.2f}"
+        note = f" ({row.note})" if row.note else ""
+        print(f"  {row.agent}: {row.episodes} episodes, ~{calls} model calls, ~{tokens} tokens,"
+              f" {cost}{note}")
+    known = [r.cost_usd for r in rows if r.cost_usd is not None]
+    unknown = sum(1 for r in rows if r.cost_usd is None)
+    total = f"${sum(known):,.2f}" + (f" plus {unknown} agent(s) of unknown cost" if unknown
+                                      else "")
+    print(f"Total: {total}. Tokens per episode from the paper (§6.5) unless given; "
+          f"completion share {args.completion_share:.2f}.")
+    return 0
