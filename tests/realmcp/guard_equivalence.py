@@ -7,7 +7,7 @@ server with the edits its docs would give a user (each write's read-back query, 
 batch argument; ``wait_tool: wait`` since the sandbox's clock is simulated).
 
 Run as a script it prints the figures over the default experiment's lost-ack and late-commit
-episodes: ``python tests/realmcp/guard_equivalence.py [N]``.
+episodes: ``python tests/realmcp/guard_equivalence.py [STRIDE]`` (every STRIDE-th episode).
 """
 
 from __future__ import annotations
@@ -112,16 +112,19 @@ def episodes() -> list[EpisodeKey]:
 
 
 if __name__ == "__main__":
-    limit = int(sys.argv[1]) if len(sys.argv) > 1 else None
+    stride = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "guard.json"
         path.write_text(json.dumps(sandbox_guard_config()))
         same = differ = behaviour = 0
-        for key in episodes()[:limit]:
+        for key in episodes()[::stride]:
             a, b = compare(key, path)
             behaviour += a.pop("behaviour") != b.pop("behaviour")
             if a == b:
                 same += 1
+                print(f"same {key.template}-i{key.instance}-{key.focal_write}-"
+                      f"{key.fault_mode}: duplicates {a['duplicates']}, eos {a['eos']}",
+                      flush=True)
             else:
                 differ += 1
                 diff = {k: (a[k], b[k]) for k in a if a[k] != b[k]}
