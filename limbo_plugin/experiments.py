@@ -29,15 +29,18 @@ from limbo_plugin.errors import SpecError, UsageError
 from limbo_plugin.faults import expected_failure
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, make_test_id
 from limbo_plugin.runconfig import RunConfig, validator
-from limbo_plugin.spec.loader import LoadedYaml, PathKey, load_yaml, validate
+from limbo_plugin.spec.loader import LoadedYaml, PathKey, format_path, load_yaml, validate
 from limbo_plugin.spec.models import StrictModel
 from limbo_plugin.spec.registry import SpecRegistry
 
-MAX_INSTANCES = 10_000
+MAX_INSTANCES = 500
 MAX_INSTANCE = 999_999
 """An experiment lists at most :data:`MAX_INSTANCES` instances numbered up to
 :data:`MAX_INSTANCE`: a million instances is a typo, not a study (every template × focal write ×
-mode × configuration multiplies it)."""
+mode × configuration multiplies it; the paper's designs use at most eight)."""
+MAX_EPISODES = 100_000
+"""The most episodes one experiment may expand to: each is a pytest item, and collection holds
+them all before the first runs. Beyond it, split the study into several experiments."""
 FROM_OPTION = "@option"
 """In an experiment's list, "use the value given on the command line (or its default)"."""
 
@@ -398,12 +401,39 @@ class Experiment:
         """The union over the parts of worlds × run configurations (each ``repeat`` times,
         the runs of one episode side by side), sorted."""
         episodes: set[Episode] = set()
+        expected = 0
         for part in self.parts():
             configs = configs_of(part.design, overrides, defaults)
-            episodes.update(Episode(key=k, config=c, repeat=r)
-                            for k in worlds_of(part.design, registry)
+            worlds = worlds_of(part.design, registry)
+            expected += len(worlds) * len(configs) * repeat
+            if expected > MAX_EPISODES:
+                raise SpecError(self.file, f"the experiment expands to more than "
+                                f"{MAX_EPISODES:,} episodes ({len(worlds):,} worlds × "
+                                f"{len(configs)} configuration(s) × {repeat} repeat(s) in one "
+                                "part); split it into smaller experiments",
+                                line=self.line_of("instances"), path="instances")
+            episodes.update(Episode(key=k, config=c, repeat=r) for k in worlds
                             for c in configs for r in range(repeat))
         return sorted(episodes, key=Episode.sort_key)
+
+
+    def selects_nothing(self, registry: SpecRegistry) -> SpecError:
+        """Why an experiment whose templates all load selects no episode: one line naming the
+        dimension that left nothing (a run would otherwise exit 5 with no reason)."""
+        part = self.parts()[0]
+        design = part.design
+        modes = modes_of(design, registry)
+        if not modes:
+            field, reason = "exclude_modes", "excludes every mode it lists"
+        elif design.focal_writes != "all":
+            field = "focal_writes"
+            reason = (f"none of its focal writes ({', '.join(design.focal_writes)}) is a focal "
+                      "write of its templates under its modes")
+        else:
+            field, reason = "modes", "none of its modes applies to its templates' focal writes"
+        return SpecError(self.file, f"the experiment selects no episode: it {reason}",
+                         line=self.doc.line_of(part.path(field)),
+                         path=format_path(part.path(field)))
 
 
 def world_order(key: EpisodeKey) -> tuple[str, int, str, str]:

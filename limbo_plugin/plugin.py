@@ -367,9 +367,15 @@ def _time_limit(raw: str | None) -> float | None:
 
     if raw is None:
         return DEFAULT_EPISODE_TIMEOUT_S
+    from limbo_plugin.agents.deadline import MAX_EPISODE_TIMEOUT_S
+
     if raw.strip() in ("0", "0.0"):
         return None
-    return _positive_float("--limbo-episode-timeout", raw)
+    seconds = _positive_float("--limbo-episode-timeout", raw)
+    if seconds > MAX_EPISODE_TIMEOUT_S:
+        raise UsageError(f"--limbo-episode-timeout: at most {MAX_EPISODE_TIMEOUT_S:g} s (a "
+                         f"week), or 0 for no limit; got {raw!r}")
+    return seconds
 
 
 def _resolve(root: Path, path: str) -> Path:
@@ -695,6 +701,8 @@ class ExperimentFile(pytest.File):
             experiment = load_experiment(self.path, registry)
             broken = experiment.broken_templates(registry)
             episodes = list(self._episodes(experiment))
+            if not episodes and not broken:
+                raise experiment.selects_nothing(registry)
         except SpecError as exc:
             # A broken spec tree or experiment: one collection error, and nothing to run.
             yield BrokenSpec.from_parent(self, name=BrokenSpec.name_for(exc), error=exc)

@@ -31,6 +31,10 @@ FORMS = "K/N with 0 ≤ K < N (e.g. 0/4), or env:VAR/N (e.g. env:JOB_COMPLETION_
 _FORM = re.compile(r"^(?:(?P<index>\d+)|env:(?P<var>[A-Za-z_][A-Za-z0-9_]*))/(?P<count>\d+)$")
 
 
+MAX_SHARDS = 10_000
+"""The most shards a run may be split into (more than a study has worlds)."""
+
+
 @dataclass(frozen=True)
 class Shard:
     """Shard ``index`` (from 0) of ``count``."""
@@ -46,6 +50,8 @@ class Shard:
         match = _FORM.match(text.strip())
         if match is None:
             raise UsageError(f"--limbo-shard expects {FORMS}; got {text!r}")
+        if len(match["count"]) > 6 or int(match["count"]) > MAX_SHARDS:
+            raise UsageError(f"--limbo-shard {text}: at most {MAX_SHARDS:,} shards")
         count = int(match["count"])
         if match["var"] is not None:
             raw = environ.get(match["var"])

@@ -98,6 +98,11 @@ class StepSpec(StrictModel):
     for_each: str | None = None
 
 
+RESERVED_PARAMS = frozenset({"instance", "pools", "steps", "item", "index"})
+"""Names every template's context already has: a parameter of that name would be ignored or
+hide what the plan and the records read."""
+
+
 class TemplateSpec(StrictModel):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     description: str = ""
@@ -109,6 +114,16 @@ class TemplateSpec(StrictModel):
     required: list[RequiredSpec] = Field(min_length=1)
     focal_writes: list[FocalSpec] = Field(min_length=1)
     plan: list[StepSpec] = Field(min_length=1)
+
+    @field_validator("params")
+    @classmethod
+    def _not_reserved(cls, value: dict[str, Any]) -> dict[str, Any]:
+        taken = sorted(set(value) & RESERVED_PARAMS)
+        if taken:
+            raise ValueError(f"params.{taken[0]} is reserved (Limbo sets it for every "
+                             f"instance: {', '.join(sorted(RESERVED_PARAMS))}); give the "
+                             "parameter another name")
+        return value
 
     @field_validator("instruction")
     @classmethod
@@ -240,9 +255,10 @@ class TaskTemplate:
             with self._at(("required", i), instance):
                 for rid, ctx in _expand(req.id, req.for_each, params):
                     names = render(req.tool if isinstance(req.tool, list) else [req.tool], ctx)
-                    required.append(RequiredEffect(id=rid, tools=tuple(known(t) for t in names),
-                                                   where=render(req.where, ctx),
-                                                   count=req.count))
+                    effect = RequiredEffect(id=rid, tools=tuple(known(t) for t in names),
+                                            where=render(req.where, ctx), count=req.count)
+                    _check_where(effect, catalog)
+                    required.append(effect)
         focal_writes: list[FocalWrite] = []
         for i, focal in enumerate(spec.focal_writes):
             with self._at(("focal_writes", i), instance):
@@ -265,6 +281,8 @@ class TaskTemplate:
         ids = [f.id for f in focal_writes]
         if len(ids) != len(set(ids)):
             raise self.doc.error(("focal_writes",), f"duplicate focal write ids: {ids}")
+        with self._at(("records",), instance):
+            _check_seeds(catalog, spec.services, seed, records)
         params.pop("pools")
         task = TaskInstance(
             template=spec.name, instance=instance, base_seed=seed, services=list(spec.services),
@@ -292,6 +310,38 @@ class _SpecContext:
                 and not isinstance(exc, SpecError):
             raise self.doc.error(self.path, f"{exc} (instance {self.instance})") from exc
         return False
+
+
+def _check_where(effect: RequiredEffect, catalog: Any) -> None:
+    """A ``where`` key must name a parameter of every tool the effect names: the grader
+    matches it against the effect's intent, so any other key would match nothing, ever."""
+    for tool in effect.tools:
+        definition = catalog.get(tool)
+        fields = [*definition.contract.intent_fields,
+                  *definition.input_schema.get("properties", {})]
+        batch = definition.contract.batch_field
+        if batch:  # each row of a batch is its own effect, its intent naming the one row
+            fields.append(batch.removesuffix("s"))
+        for key in effect.where:
+            if str(key).split(".")[0] not in fields:
+                valid = ", ".join(dict.fromkeys(fields)) or "none"
+                raise TemplateError(f"where key {key!r} is not a parameter of {tool} "
+                                    f"(valid: {valid}); no effect would ever match it")
+
+
+def _check_seeds(catalog: Any, services: list[str], seed: int, records: Any) -> None:
+    """The seed records load into a world of the template's services, now, rather than fail
+    every episode (an unknown collection, a row without ``id``, text instead of rows)."""
+    from limbo_plugin.world.world import World
+
+    if not isinstance(records, dict):
+        raise TemplateError("records must map each service to its collections")
+    try:
+        World(catalog, services, base_seed=seed, seed_records=records)
+    except Exception as exc:  # whatever a service's seeding trips over, said once at load
+        text = " ".join(str(exc).split())[:300]
+        raise TemplateError(f"the seed records do not load into the world: "
+                            f"{type(exc).__name__}: {text}") from None
 
 
 def _expand(base_id: str, for_each: str | None, params: dict[str, Any]

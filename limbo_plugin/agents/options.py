@@ -8,6 +8,7 @@ none of them (the scripted policies) ignore them.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -65,6 +66,29 @@ def check_model_options(options: Mapping[str, Any], source: str = "--model-optio
     if refused:
         reasons = "; ".join(f"{name}: {REFUSED_OPTIONS[name]}" for name in refused)
         raise UsageError(f"{source} {', '.join(refused)} not allowed: {reasons}")
+    for name, value in options.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"{source} {name}={value}: not a finite number")
+        bounds = NUMBER_OPTIONS.get(name)
+        if bounds is None:
+            continue
+        low, high = bounds
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise UsageError(f"{source} {name}={value!r}: expects a number from {low:g} to "
+                             f"{high:g}")
+        if not low <= value <= high or (name == "timeout" and value <= 0):
+            raise UsageError(f"{source} {name}={value!r}: expects a number from {low:g} to "
+                             f"{high:g}" + (" (seconds, more than 0)" if name == "timeout"
+                                            else ""))
+
+
+NUMBER_OPTIONS: dict[str, tuple[float, float]] = {
+    "timeout": (0.0, 86_400.0), "temperature": (0.0, 2.0), "top_p": (0.0, 1.0),
+    "max_tokens": (1.0, 10_000_000.0), "max_completion_tokens": (1.0, 10_000_000.0),
+    "frequency_penalty": (-2.0, 2.0), "presence_penalty": (-2.0, 2.0),
+}
+"""Options a provider reads as numbers, and the range it accepts: text or NaN there would pass
+the start-up checks and fail (or hang) every model call."""
 
 
 def parse_model_options(values: list[str]) -> dict[str, Any]:

@@ -70,6 +70,13 @@ class GateSpec(StrictModel):
     min_episodes: int = Field(default=1, ge=1, le=MAX_EPISODES)
     """The default of every threshold's ``min_episodes``."""
 
+    @model_validator(mode="after")
+    def _judges_something(self) -> GateSpec:
+        if not self.thresholds and "baseline" not in self.model_fields_set:
+            raise ValueError("the gate has no thresholds and no baseline section, so it would "
+                             "pass every run; list thresholds (metric, family, max or min)")
+        return self
+
 
 @dataclass
 class Check:

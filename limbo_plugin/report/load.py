@@ -399,8 +399,10 @@ class LoadedRecords:
 def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
     """``(line number, byte offset, line)`` of every non-blank line."""
     offset = 0
+    from limbo_plugin.report.records import bounded_lines
+
     with path.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(bounded_lines(handle, path), start=1):
             if line.strip():
                 yield number, offset, line
             offset += len(line)

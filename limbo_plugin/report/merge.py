@@ -30,6 +30,7 @@ from typing import Any
 from limbo_plugin.records import RECORD_SCHEMA_VERSION, RUN_FIELDS
 from limbo_plugin.report.custody import RecordsLock, require_own_file
 from limbo_plugin.report.load import RecordFileError
+from limbo_plugin.report.records import bounded_lines
 
 IGNORED = ("run_id",)
 """Fields that differ between runs of identical episodes and so do not make a conflict."""
@@ -135,7 +136,7 @@ def _merge(out: Path, sources: list[Path]) -> MergeResult:
         size = path.stat().st_size
         offset = 0
         with path.open("rb") as handle:
-            for number, line in enumerate(handle, start=1):
+            for number, line in enumerate(bounded_lines(handle, path), start=1):
                 start, offset = offset, offset + len(line)
                 if not line.strip():
                     continue

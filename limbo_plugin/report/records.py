@@ -22,7 +22,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -167,6 +167,27 @@ class RecordScan(Generic[T]):
                 "killed while writing it); its episode is not recorded")
 
 
+MAX_LINE_BYTES = 64 * 2**20
+"""The longest record line read (a record is kilobytes; a trace at its call budget, with every
+answer at its size bound, stays far below): a file without newlines is not read whole."""
+
+def bounded_lines(handle: BinaryIO, path: str | Path) -> Iterator[bytes]:
+    """The lines of a records file, each read with a bound: a line longer than
+    :data:`MAX_LINE_BYTES` (a file without newlines) is a :class:`RecordFileError` at its line,
+    so a reader's memory stays bounded whatever the file."""
+    number = 0
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise RecordFileError(f"{shown_path(path)}:{number}: a line longer than "
+                                  f"{MAX_LINE_BYTES // 2**20} MiB: not an episode record "
+                                  "(is this a records file?)")
+        yield raw
+
+
 LineParser = Callable[[bytes], tuple[T | None, str]]
 """Parses one line into a record (full or slim), or gives ``None`` and what is wrong with it."""
 
@@ -193,7 +214,7 @@ def scan_file(path: str | Path, parse: LineParser[T]) -> RecordScan[T]:
     with handle:
         size = os.fstat(handle.fileno()).st_size
         offset = 0
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in enumerate(bounded_lines(handle, path), start=1):
             start, offset = offset, offset + len(raw)
             if not raw.strip():
                 continue

@@ -8,6 +8,8 @@ keeps a map from each value's path (a tuple of keys and indices) to its line num
 from __future__ import annotations
 
 import math
+import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,20 +185,38 @@ COMPOSER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 nodes and line marks), else the pure-Python one."""
 
 
+def read_bounded(file: Path, limit: int = MAX_SPEC_BYTES) -> bytes:
+    """The bytes of ``file``, a regular file of at most ``limit`` bytes, or a
+    :class:`SpecError`. The size is checked on the stream, not only with ``stat``: a symlink to
+    ``/dev/zero`` or a FIFO (which would block a plain open for ever) is no spec."""
+    if file.is_dir():
+        raise SpecError(file, "is a directory, not a YAML file")
+    if not file.exists():
+        raise SpecError(file, "cannot read file: no such file")
+    if not stat.S_ISREG(file.stat().st_mode):
+        raise SpecError(file, "is not a regular file (a device, a FIFO or a socket); a spec "
+                        "is a YAML file")
+    descriptor = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # replaced meanwhile
+            raise SpecError(file, "is not a regular file; a spec is a YAML file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        size = file.stat().st_size
+        shown = f"{size / 2**20:.1f} MiB" if size > limit else f"more than {limit // 2**20} MiB"
+        raise SpecError(file, f"the file is {shown}; a spec is at most "
+                        f"{limit // 2**20} MiB")
+    return data
+
+
 def load_yaml(file: str | Path) -> LoadedYaml:
     """Parse one YAML file; every problem (unreadable, too large, not UTF-8, syntax) becomes a
     :class:`SpecError` with the file and, where there is one, the line."""
     file = Path(file)
     try:
-        if file.is_dir():
-            raise SpecError(file, "is a directory, not a YAML file")
-        size = file.stat().st_size
-        if size > MAX_SPEC_BYTES:
-            raise SpecError(file, f"the file is {size / 2**20:.1f} MiB; a spec is at most "
-                            f"{MAX_SPEC_BYTES // 2**20} MiB")
-        data = file.read_bytes()
+        data = read_bounded(file)
     except OSError as exc:
-        raise SpecError(file, f"cannot read file: {exc.strerror or exc}") from exc
+        raise SpecError(file, f"cannot read file: {exc.strerror or exc}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

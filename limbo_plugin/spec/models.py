@@ -158,9 +158,17 @@ class DocumentationVariant(StrictModel):
         if value is None:
             return value
         try:
-            names = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+            fields = [(name, spec, conversion) for _, name, spec, conversion
+                      in string.Formatter().parse(value) if name is not None]
         except ValueError as exc:  # a lone brace
             raise ValueError(f"{exc} (write {{{{ and }}}} for literal braces)") from None
+        for name, spec, conversion in fields:
+            if spec or conversion:  # {record:>2000000000} asks for 2 GB; {record!z} fails
+                shown = f"{{{name}{'!' + conversion if conversion else ''}" \
+                        f"{':' + spec if spec else ''}}}"
+                raise ValueError(f"placeholder {shown[:60]} has a format spec or conversion; "
+                                 f"write plain {{{name}}}")
+        names = {name for name, _, _ in fields}
         unknown = sorted(names - WARNING_PLACEHOLDERS)
         if unknown:
             raise ValueError(f"unknown placeholder {{{unknown[0]}}}; valid: "

@@ -14,6 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+try:  # the parser of Python's own regular expressions (re._parser since 3.11)
+    import re._parser as re_parser  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover
+    import sre_parse as re_parser  # type: ignore[no-redef,unused-ignore]
+
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
@@ -41,7 +46,64 @@ def schema_problem(schema: Mapping[str, Any]) -> SchemaProblem | None:
         return SchemaProblem(path, _describe(error, path))
     except RecursionError:
         return SchemaProblem((), "the schema nests too deeply")
+    return _backtracking_pattern(schema, ())
+
+
+def _backtracking_pattern(value: Any, path: tuple[str | int, ...]) -> SchemaProblem | None:
+    """The first ``pattern`` (or ``patternProperties`` key) whose matching time can explode."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            here = (*path, key)
+            if key == "pattern" and isinstance(item, str) and nested_repeat(item):
+                return SchemaProblem(here, f"{item!r} repeats a repetition (like (a+)+): "
+                                     "matching it can take exponential time; write it without "
+                                     "a quantifier inside a quantified group")
+            if key == "patternProperties" and isinstance(item, Mapping):
+                for pattern in item:
+                    if isinstance(pattern, str) and nested_repeat(pattern):
+                        return SchemaProblem(here, f"{pattern!r} repeats a repetition "
+                                             "(like (a+)+): matching it can take exponential "
+                                             "time")
+            found = _backtracking_pattern(item, here)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _backtracking_pattern(item, (*path, i))
+            if found is not None:
+                return found
     return None
+
+
+def nested_repeat(pattern: str) -> bool:
+    """Whether ``pattern`` puts an unbounded-ish quantifier inside another (``(a+)+``,
+    ``(\\w*)*``, ``(x{1,9}){1,99}``): the shape of catastrophic backtracking in a
+    backtracking engine such as Python's ``re``, which validation uses."""
+    try:
+        parsed = re_parser.parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False  # reported as an invalid expression by the schema check
+    return _repeats_inside(list(parsed), inside_repeat=False)
+
+
+def _repeats_inside(items: list[Any], *, inside_repeat: bool) -> bool:
+    for op, argument in items:
+        name = str(op)
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            _, high, sub = argument
+            repeats = high is re_parser.MAXREPEAT or high > 1
+            if repeats and inside_repeat:
+                return True
+            if _repeats_inside(list(sub), inside_repeat=inside_repeat or repeats):
+                return True
+        elif name == "BRANCH":
+            if any(_repeats_inside(list(branch), inside_repeat=inside_repeat)
+                   for branch in argument[1]):
+                return True
+        elif name in ("SUBPATTERN", "ASSERT", "ASSERT_NOT") and _repeats_inside(
+                list(argument[-1]), inside_repeat=inside_repeat):
+            return True
+    return False
 
 
 def _describe(error: SchemaError, path: tuple[str | int, ...]) -> str:
