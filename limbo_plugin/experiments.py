@@ -424,14 +424,14 @@ class Experiment:
         design = part.design
         modes = modes_of(design, registry)
         if not modes:
-            field, reason = "exclude_modes", "excludes every mode it lists"
+            field, reason = "exclude_modes", "it excludes every mode it lists"
         elif design.focal_writes != "all":
             field = "focal_writes"
-            reason = (f"none of its focal writes ({', '.join(design.focal_writes)}) is a focal "
-                      "write of its templates under its modes")
+            reason = (f"none of its focal writes ({', '.join(design.focal_writes)}) has a world "
+                      "under its modes")
         else:
             field, reason = "modes", "none of its modes applies to its templates' focal writes"
-        return SpecError(self.file, f"the experiment selects no episode: it {reason}",
+        return SpecError(self.file, f"the experiment selects no episode: {reason}",
                          line=self.doc.line_of(part.path(field)),
                          path=format_path(part.path(field)))
 

@@ -41,7 +41,16 @@ def render_string(text: str, ctx: Mapping[str, Any]) -> Any:
     if whole:
         return evaluate(whole.group(1), ctx)
     rendered = EXPRESSION.sub(lambda m: _as_text(evaluate(m.group(1), ctx)), text)
+    if len(rendered) > MAX_RENDERED_CHARS:
+        raise TemplateError(f"{text[:60]!r} renders to {len(rendered):,} characters; a "
+                            f"rendered value is at most {MAX_RENDERED_CHARS:,} (a parameter "
+                            "that repeats itself?)")
     return rendered.replace("{{", "{").replace("}}", "}")
+
+
+MAX_RENDERED_CHARS = 100_000
+"""The longest text one template string may render to. Each ``{p}{p}`` doubles the text, so
+forty such parameters would otherwise ask for a terabyte."""
 
 
 def evaluate(expression: str, ctx: Mapping[str, Any]) -> Any:

@@ -238,8 +238,14 @@ def load_yaml_text(text: str, file: str | Path = "<string>") -> LoadedYaml:
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
         raise SpecError(file, f"YAML syntax error: {problem}", line=line) from None
+    except yaml.reader.ReaderError as exc:  # a control character: no mark, a position
+        line = text.count("\n", 0, exc.position) + 1
+        raise SpecError(file, f"YAML syntax error: unacceptable character "
+                        f"#x{exc.character:04x} (control characters are not allowed)",
+                        line=line) from None
     except yaml.YAMLError as exc:
-        raise SpecError(file, f"YAML syntax error: {exc}") from None
+        problem = " ".join(str(exc).split())
+        raise SpecError(file, f"YAML syntax error: {problem}") from None
     except RecursionError:
         raise SpecError(file, f"values nest more than {MAX_DEPTH} levels deep",
                         line=_too_deep_at(text)) from None

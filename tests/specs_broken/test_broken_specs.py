@@ -1,5 +1,11 @@
 """The broken-spec corpus: every file in this folder breaks one spec of the real tree.
 
+Besides the first 35 cases (syntax, types, bombs, unknown names), the corpus holds what used to
+pass load and fail every episode at run time, or hang: seed records a world cannot load,
+``required.where`` keys no effect has, reserved parameters, self-doubling parameters,
+documentation placeholders with format specs, experiments that select nothing or expand
+without bound, gates that judge nothing, tool patterns with nested quantifiers.
+
 Each file's first line names the spec it replaces (``# target: tasks/cross_post.yaml``). The test
 copies ``specs/`` to a temporary directory, drops the broken file in the target's place and
 loads it the way a run does (the registry; an experiment, gate or harness adapter by its own
@@ -25,6 +31,7 @@ from limbo_plugin.agents.harness_spec import load_harness
 from limbo_plugin.errors import SpecError
 from limbo_plugin.experiments import load_experiment
 from limbo_plugin.report.gate import load_gate
+from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 HERE = Path(__file__).resolve().parent
@@ -70,7 +77,10 @@ def load_as_a_run_does(root: Path, target: str) -> SpecRegistry:
         if error is not None:
             raise error
     elif kind == "experiments":
-        load_experiment(root / target, registry)
+        experiment = load_experiment(root / target, registry)
+        broken = experiment.broken_templates(registry)
+        if not experiment.episodes(registry, {}, RunConfig()) and not broken:
+            raise experiment.selects_nothing(registry)
     elif kind == "gates":
         load_gate(root / target, families=registry.family_order)
     elif kind == "harnesses":
@@ -84,7 +94,7 @@ def test_the_corpus_covers_every_spec_kind() -> None:
     assert kinds >= {"services", "contracts", "faults", "pools", "tasks", "experiments",
                      "gates", "harnesses"}
     assert "contracts/documentation.yaml" in targets
-    assert len(CASES) >= 30
+    assert len(CASES) >= 150
 
 
 def test_the_unbroken_copy_loads(tmp_path: Path) -> None:
@@ -157,3 +167,73 @@ def test_a_pytest_run_reports_a_broken_template_once_and_runs_the_rest(
     assert re.search(r"\b[1-9]\d* passed|\b[1-9]\d* failed|\b[1-9]\d* xfailed", output), \
         output[-3000:]
     assert not sentinel.exists()
+
+
+# -- what is no spec file at all, and the options beside the specs ------------------------------
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+
+    root = tree_with(tmp_path, "pools.yaml", (SPECS / "pools.yaml").read_bytes())
+    target = root / "tasks" / "cross_post.yaml"
+    target.unlink()
+    os.mkfifo(target)
+    with time_limit(LIMIT_S):
+        registry = SpecRegistry.load(root)
+        error = registry.template_errors["cross_post"]
+    assert "is not a regular file" in str(error) and "\n" not in str(error)
+    assert set(registry.templates) == {p.stem for p in (SPECS / "tasks").glob("*.yaml")} - {
+        "cross_post"}
+
+
+def test_a_symlink_to_an_endless_device_is_refused_unread(tmp_path: Path) -> None:
+    root = tree_with(tmp_path, "pools.yaml", (SPECS / "pools.yaml").read_bytes())
+    target = root / "services" / "email.yaml"
+    target.unlink()
+    target.symlink_to("/dev/zero")
+    with time_limit(LIMIT_S), pytest.raises(SpecError) as info:
+        SpecRegistry.load(root)
+    assert "email.yaml" in str(info.value) and "not a regular file" in str(info.value)
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--limbo-shard", "0/100000000", "at most 10,000 shards"),
+    ("--limbo-shard", "0/1e20", "expects K/N"),
+    ("--limbo-shard", "4/4", "expected K/N"),
+    ("--limbo-episode-timeout", "1e300", "at most 604800 s"),
+    ("--limbo-episode-timeout", "nan", "positive number"),
+    ("--limbo-episode-timeout", "abc", "expects a number"),
+    ("--model-option", "timeout=NaN", "not a finite number"),
+    ("--model-option", "timeout=abc", "expects a number"),
+    ("--model-option", "temperature=NaN", "not a finite number"),
+    ("--model-option", "temperature=7", "expects a number from 0 to 2"),
+    ("--model-option", "top_p=-1", "expects a number from 0 to 1"),
+    ("--model-option", "timeout=0", "more than 0"),
+])
+def test_an_option_out_of_range_is_one_line(flag: str, value: str, says: str) -> None:
+    from limbo_plugin.agents.options import parse_model_options
+    from limbo_plugin.errors import UsageError
+    from limbo_plugin.plugin import _shard, _time_limit
+
+    parse = {"--limbo-shard": _shard, "--limbo-episode-timeout": _time_limit,
+             "--model-option": lambda raw: parse_model_options([raw])}[flag]
+    with time_limit(LIMIT_S), pytest.raises(UsageError) as info:
+        parse(value)
+    assert says in str(info.value) and "\n" not in str(info.value), str(info.value)
+
+
+def test_a_records_file_without_newlines_is_refused_with_bounded_memory(tmp_path: Path) -> None:
+    """Sixty-five MiB without a newline (sparse: no disk used) is not read whole."""
+    import resource
+
+    from limbo_plugin.report.outcomes import scan_outcomes
+    from limbo_plugin.report.records import MAX_LINE_BYTES, RecordFileError
+
+    path = tmp_path / "episodes.jsonl"
+    with path.open("wb") as handle:
+        handle.truncate(MAX_LINE_BYTES + 2**20)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with time_limit(LIMIT_S), pytest.raises(RecordFileError) as info:
+        scan_outcomes(path)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert "episodes.jsonl:1: a line longer than 64 MiB" in str(info.value)
+    assert grown_kib < 200 * 1024, "read with a bound"
