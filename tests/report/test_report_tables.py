@@ -145,6 +145,14 @@ def test_table3_labels_every_varying_configuration_field(tmp_path: Path) -> None
         ("keys_everywhere", 2), ("native", 1)]
 
 
+def test_table3_orders_wait_bounds_as_numbers(tmp_path: Path) -> None:
+    records = [*cell(2, 1, condition="wait_3600"), *cell(2, 1, condition="wait_60"),
+               *cell(2, 1, condition="vanilla")]
+    table = table3(rows_of(tmp_path, records))
+    assert isinstance(table, Table)
+    assert [r["condition"] for r in table.rows] == ["vanilla", "wait_60", "wait_3600"]
+
+
 def test_table3_skipped_without_faulted_episodes(tmp_path: Path) -> None:
     result = table3(rows_of(tmp_path, cell(3, 0, fault_mode="none")))
     assert isinstance(result, Skipped) and result.reason == "no episode with a fired fault"

@@ -23,6 +23,7 @@ from limbo_plugin.report.tables.base import (
     icc_note,
     rate,
 )
+from limbo_plugin.report.tables.conditions import condition_rank
 
 ID = "table3_agents"
 TITLE = "Table 3: results by agent"
@@ -50,7 +51,13 @@ def table3(rows: Sequence[EpisodeRow]) -> Result:
     table = Table(ID, TITLE, "Duplicate rate by fault family (over fired episodes), task "
                   "success in the _pre worlds, exactly-once success and overclaim over fired "
                   "faulted episodes, one row per configuration.", columns)
-    for config, members in sorted(group(rows, label).items()):
+    def order(item: tuple[tuple[str, ...], list[EpisodeRow]]) -> tuple[object, ...]:
+        """Configurations by their fields' values, conditions as Table 7 orders them (vanilla
+        first, wait_<Δ> by Δ as a number)."""
+        return tuple(condition_rank(v) if n == "condition" else v
+                     for n, v in zip(names, item[0], strict=True))
+
+    for config, members in sorted(group(rows, label).items(), key=order):
         cells: dict = dict(zip(names, config, strict=True))
         mine = [r for r in members if r.faulted]
         cells["faulted"] = len(mine)
