@@ -9,7 +9,8 @@ file) under pyinstrument and prints
   spec registry), collection, the test loop, the terminal summary, exit — measured by hook
   timestamps, in wall and in this process's CPU time (which a loaded machine inflates less),
   and the time spent in the cyclic garbage collector (``gc.callbacks``);
-* with Limbo, the CPU time spent inside the episodes themselves (``run_episode``);
+* with Limbo and ``--phases-only``, the CPU time spent inside the episodes themselves
+  (``run_episode``);
 * the top functions by *own* time (time with that function on top of the stack, summed over every
   call path): the table the benchmarks README quotes as "the profile's top five";
 * the top Limbo functions by *inclusive* time (counted once per call path, not per recursion).
@@ -135,7 +136,7 @@ def main() -> None:
         limbo = "no:limbo" not in pytest_args
         if limbo and not any(a.startswith("--limbo-records") for a in pytest_args):
             pytest_args.append(f"--limbo-records={Path(tmp) / 'episodes.jsonl'}")
-        if limbo:
+        if limbo and args.phases_only:  # not under the profiler: the timer would show in it
             clock.time_episodes()
         profiler = Profiler(interval=0.001)
         gc.callbacks.append(clock.gc_callback)
