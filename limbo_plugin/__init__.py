@@ -43,7 +43,7 @@ from limbo_plugin._version import __version__
 _EXPORTS = {
     "Agent": "limbo_plugin.agents.base",
     "AgentSession": "limbo_plugin.agents.base",
-    "EpisodeOver": "limbo_plugin.agents.base",
+    "EpisodeOver": "limbo_plugin.errors",
     "InfrastructureError": "limbo_plugin.agents.base",
     "ToolCall": "limbo_plugin.toolapi",
     "ToolResult": "limbo_plugin.toolapi",
@@ -73,10 +73,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from limbo_plugin.agents.base import Agent, AgentSession, EpisodeOver, InfrastructureError
+    from limbo_plugin.agents.base import Agent, AgentSession, InfrastructureError
     from limbo_plugin.agents.options import AgentOptions
     from limbo_plugin.contracts import ToolDefinition
     from limbo_plugin.episode import run_episode
+    from limbo_plugin.errors import EpisodeOver
     from limbo_plugin.records import (
         EpisodeKey,
         EpisodeRecord,

@@ -135,7 +135,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def option(config: pytest.Config, dest: str) -> str | None:
     """Command line, then pytest.ini (``limbo_<name>``), then the built-in default."""
-    value = config.getoption(f"limbo_opt_{dest}", default=None)
+    value: str | None = config.getoption(f"limbo_opt_{dest}", default=None)
     if value is None:
         ini = config.getini(f"limbo_{dest}" if not dest.startswith("limbo_") else dest)
         value = ini or None

@@ -75,5 +75,6 @@ def unwrap(content: dict[str, Any]) -> dict[str, Any]:
     """Read a drifted, versioned body (``{"object", "data", "api_version"}``) as its payload."""
     if isinstance(content, dict) and "api_version" in content and isinstance(
             content.get("data"), dict):
-        return content["data"]
+        data: dict[str, Any] = content["data"]
+        return data
     return content

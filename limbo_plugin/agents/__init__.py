@@ -15,7 +15,7 @@ Model-backed agents are imported only when used (litellm is slow to import).
 
 from __future__ import annotations
 
-from limbo_plugin.agents.base import Agent, AgentSession, EpisodeOver, InfrastructureError
+from limbo_plugin.agents.base import Agent, AgentSession, InfrastructureError
 from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.registry import (
     AGENT_KINDS,
@@ -24,6 +24,7 @@ from limbo_plugin.agents.registry import (
     check_ready,
     make_agent,
 )
+from limbo_plugin.errors import EpisodeOver
 
 __all__ = ["AGENT_KINDS", "Agent", "AgentOptions", "AgentSession", "EpisodeOver",
            "InfrastructureError", "all_agent_kinds", "check_agent", "check_ready", "make_agent"]

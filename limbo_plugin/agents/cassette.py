@@ -100,7 +100,8 @@ class Cassette:
     def load(self, key: str) -> dict[str, Any] | None:
         try:
             with open(self.entry_path(key), encoding="utf-8") as handle:
-                return json.load(handle)
+                entry: dict[str, Any] | None = json.load(handle)
+                return entry
         except FileNotFoundError:
             return None
         except ValueError as exc:  # never written by us: entries appear atomically

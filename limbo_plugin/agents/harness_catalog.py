@@ -40,7 +40,8 @@ def model_entry(spec: HarnessSpec, executable: str, model: str) -> dict[str, Any
     for entry in harness_catalog(spec, executable):
         if entry.get(catalog.key) == model:
             return {**copy.deepcopy(entry), **copy.deepcopy(catalog.overrides)}
-    return render(copy.deepcopy(catalog.fallback), {"model": model})
+    rendered: dict[str, Any] | None = render(copy.deepcopy(catalog.fallback), {"model": model})
+    return rendered
 
 
 def is_known(spec: HarnessSpec, executable: str, model: str) -> bool:

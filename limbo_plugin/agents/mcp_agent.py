@@ -16,9 +16,10 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from limbo_plugin.agents.base import AgentSession, EpisodeOver, InfrastructureError
+from limbo_plugin.agents.base import AgentSession, InfrastructureError
 from limbo_plugin.agents.scripted import POLICIES, ScriptedAgent
 from limbo_plugin.contracts import ToolDefinition
+from limbo_plugin.errors import EpisodeOver
 from limbo_plugin.server.launch import McpLaunch, mcp_launch
 from limbo_plugin.server.sandbox_http import SandboxServer, shared_sandbox
 from limbo_plugin.toolapi import ToolResult

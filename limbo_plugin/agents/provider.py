@@ -367,7 +367,7 @@ def backoff_delay(attempt: int, base_s: float, retry_after: float | None) -> flo
     delay = base_s * (2 ** (attempt - 1)) * (1.0 + 0.25 * random.random())
     if retry_after is not None:
         delay = max(delay, retry_after)
-    return min(delay, MAX_WAIT_S)
+    return float(min(delay, MAX_WAIT_S))
 
 
 def describe(exc: BaseException) -> str:

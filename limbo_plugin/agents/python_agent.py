@@ -89,7 +89,8 @@ def make_python_agent(target: str, options: AgentOptions | None = None) -> Agent
     if not isinstance(getattr(agent, "name", None), str):
         with contextlib.suppress(AttributeError):  # e.g. __slots__
             agent.name = f"python:{target}"
-    return agent
+    checked: Agent = agent
+    return checked
 
 
 def _takes_an_argument(factory: Any) -> bool:

@@ -50,7 +50,8 @@ class FamilyRow:
     duplicates: int
 
     def metric(self, name: str) -> Rate:
-        return getattr(self, name)
+        value: Rate = getattr(self, name)
+        return value
 
 
 @dataclass

@@ -220,7 +220,7 @@ def figure_waiting(table: Table, directory: Path) -> Drawn:
     variants = [c.key for c in table.columns  # documentation, instruction, operator, if split
                 if c.kind == "text" and c.key not in ("delay", "contract", "condition")]
 
-    def series_of(r: dict) -> str:
+    def series_of(r: dict[str, Any]) -> str:
         """A point's series: ``wait`` policies together, other conditions on their own, per
         contract and variant."""
         name = "wait_Δ" if wait_bound(str(r["condition"])) is not None else str(r["condition"])

@@ -29,8 +29,7 @@ from typing import Any
 
 from limbo_plugin.records import RECORD_SCHEMA_VERSION, RUN_FIELDS
 from limbo_plugin.report.custody import RecordsLock, require_own_file
-from limbo_plugin.report.load import RecordFileError
-from limbo_plugin.report.records import bounded_lines
+from limbo_plugin.report.records import RecordFileError, bounded_lines
 
 IGNORED = ("run_id",)
 """Fields that differ between runs of identical episodes and so do not make a conflict."""

@@ -37,7 +37,8 @@ def schema_text() -> str:
 
 def _type(prop: dict[str, Any]) -> str:
     if "$ref" in prop:
-        return prop["$ref"].rsplit("/", 1)[-1]
+        ref: str = prop["$ref"]
+        return ref.rsplit("/", 1)[-1]
     if "anyOf" in prop:
         return " or ".join(_type(p) for p in prop["anyOf"])
     if prop.get("type") == "array":

@@ -192,7 +192,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def sandbox(self) -> SandboxServer:
-        return self.server.sandbox  # type: ignore[attr-defined]
+        sandbox: SandboxServer = self.server.sandbox  # type: ignore[attr-defined]
+        return sandbox
 
     def do_GET(self) -> None:
         self._dispatch("GET")

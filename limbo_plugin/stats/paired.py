@@ -53,7 +53,7 @@ def mcnemar_exact(b: int, c: int) -> float:
         for i in range(k):
             term = term * (n - i) // (i + 1)  # C(n, i + 1)
             tail += term
-        return min(1.0, tail / 2 ** (n - 1))  # int / int: correctly rounded, however large
+        return min(1.0, float(tail / 2 ** (n - 1)))  # int / int: correctly rounded, however large
     # Beyond, exact sums grow quadratically slow: sum from the largest term P(X = k) down, in
     # floats, until the terms no longer change the sum (relative accuracy about 1e-10).
     log_pmf = (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)

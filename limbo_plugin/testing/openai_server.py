@@ -140,7 +140,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def owner(self) -> OpenAIServer:
-        return self.server.owner  # type: ignore[attr-defined]
+        owner: OpenAIServer = self.server.owner  # type: ignore[attr-defined]
+        return owner
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

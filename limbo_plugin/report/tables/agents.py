@@ -15,6 +15,7 @@ from limbo_plugin.report.facets import config_labeller, ordered_families
 from limbo_plugin.report.icc import DUPLICATE, EOS, OVERCLAIM, TS, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
+    Cell,
     Column,
     Result,
     Skipped,
@@ -58,7 +59,7 @@ def table3(rows: Sequence[EpisodeRow]) -> Result:
                      for n, v in zip(names, item[0], strict=True))
 
     for config, members in sorted(group(rows, label).items(), key=order):
-        cells: dict = dict(zip(names, config, strict=True))
+        cells: dict[str, Cell] = dict(zip(names, config, strict=True))
         mine = [r for r in members if r.faulted]
         cells["faulted"] = len(mine)
         for family in families:

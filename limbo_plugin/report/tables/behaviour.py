@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from limbo_plugin.grading.behaviour import BEHAVIOURS
 from limbo_plugin.report.facets import config_labeller, fault_class
 from limbo_plugin.report.load import EpisodeRow
-from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, group
+from limbo_plugin.report.tables.base import Cell, Column, Result, Skipped, Table, group
 
 ID = "behaviour"
 TITLE = "Recovery behaviour after the focal fault"
@@ -45,7 +45,7 @@ def table_behaviour(rows: Sequence[EpisodeRow]) -> Result:
             mine = classes.get(name, [])
             if not mine:
                 continue
-            cells: dict = dict(zip(names, config, strict=True))
+            cells: dict[str, Cell] = dict(zip(names, config, strict=True))
             cells["faults"], cells["episodes"] = name, len(mine)
             for behaviour in present:
                 wanted = None if behaviour == UNCODED else behaviour

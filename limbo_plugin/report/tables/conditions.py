@@ -21,6 +21,7 @@ from limbo_plugin.report.icc import DUPLICATE, EOS, TS, IccBook, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.matching import on_shared_worlds
 from limbo_plugin.report.tables.base import (
+    Cell,
     Column,
     Result,
     Skipped,
@@ -112,7 +113,7 @@ def _block(table: Table, rows: Sequence[EpisodeRow], book: IccBook, contracts: S
             mine = members if agent == ALL_AGENTS else [r for r in members if r.agent == agent]
             hit = [r for r in mine if r.faulted]
             tokens = [r.tokens for r in mine if r.tokens is not None]
-            cells: dict = {**label, "condition": condition, "agent": agent,
+            cells: dict[str, Cell] = {**label, "condition": condition, "agent": agent,
                            "episodes": len(mine),
                            "eos": rate(hit, EOS, book),
                            "duplicate_rate": rate(hit, DUPLICATE, book),

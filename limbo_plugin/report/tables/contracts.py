@@ -28,6 +28,7 @@ from limbo_plugin.report.icc import DUPLICATE, EOS, Measure, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.matching import on_shared_worlds
 from limbo_plugin.report.tables.base import (
+    Cell,
     Column,
     Result,
     Skipped,
@@ -92,7 +93,7 @@ def table5(rows: Sequence[EpisodeRow]) -> Result:
         return f"{r.contract}|{r.condition}"
 
     def row(label: str, members: Sequence[EpisodeRow], measure: Measure) -> None:
-        cells: dict = {"faults": label}
+        cells: dict[str, Cell] = {"faults": label}
         for c, k in columns_of:
             cells[f"{c}|{k}"] = rate([r for r in members if column(r) == f"{c}|{k}"], measure,
                                      book)
@@ -130,7 +131,7 @@ def table_contract_classes(rows: Sequence[EpisodeRow]) -> Result:
                   "focal write (rows) and contract variant (columns); agents pooled.", columns)
     for name in [*classes, ALL]:
         members = scope if name == ALL else [r for r in scope if contract_class(r) == name]
-        cells: dict = {"contract_class": name}
+        cells: dict[str, Cell] = {"contract_class": name}
         for c in contracts:
             cells[c] = rate([r for r in members if r.contract == c], DUPLICATE, book)
         table.rows.append(cells)

@@ -20,6 +20,7 @@ from limbo_plugin.report.facets import (
 from limbo_plugin.report.icc import DUPLICATE, EOS, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
+    Cell,
     Column,
     Result,
     Skipped,
@@ -73,7 +74,7 @@ def table8(rows: Sequence[EpisodeRow]) -> Result:
         members = by_key[key]
         plain = [r for r in members if r.condition == "vanilla"]
         guarded = [r for r in members if r.condition == "guard"]
-        cells: dict = {"harness": key[0], "model": key[1]}
+        cells: dict[str, Cell] = {"harness": key[0], "model": key[1]}
         for family in families:
             cells[f"dup_{family}"] = rate([r for r in plain if r.family == family], DUPLICATE,
                                           book)
@@ -116,7 +117,7 @@ def table9(rows: Sequence[EpisodeRow]) -> Result:
     keyed = group(keys_guard, _harness_key)
     for key in _order(list(by_key)):
         members = by_key[key]
-        cells: dict = {"harness": key[0], "model": key[1]}
+        cells: dict[str, Cell] = {"harness": key[0], "model": key[1]}
         for contract, condition in variants:
             cells[f"{contract}|{condition}"] = rate(
                 [r for r in members if r.contract == contract and r.condition == condition],

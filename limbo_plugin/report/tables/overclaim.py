@@ -13,6 +13,7 @@ from limbo_plugin.report.facets import config_labeller
 from limbo_plugin.report.icc import Measure, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
+    Cell,
     Column,
     Result,
     Skipped,
@@ -60,7 +61,7 @@ def table_overclaim(rows: Sequence[EpisodeRow]) -> Result:
     if len(groups) > 1:
         entries.append(((POOLED,) + ("",) * (len(names) - 1), scope))
     for config, members in entries:
-        cells: dict = dict(zip(names, config, strict=True))
+        cells: dict[str, Cell] = dict(zip(names, config, strict=True))
         cells["duplicated"] = len(members)
         cells["completed"] = rate(members, COMPLETED, book)
         cells["completed_no_uncertain"] = rate(members, SILENT, book)

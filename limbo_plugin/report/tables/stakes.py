@@ -20,6 +20,7 @@ from limbo_plugin.report.facets import ambiguous
 from limbo_plugin.report.icc import Measure, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
+    Cell,
     Column,
     Result,
     Skipped,
@@ -85,7 +86,7 @@ def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
         mine = scope if agent == ALL_AGENTS else [r for r in scope if r.agent == agent]
         hard = [r for r in mine if r.focal_irreversible]
         soft = [r for r in mine if not r.focal_irreversible]
-        cells: dict = {"agent": agent, "irreversible": rate(hard, UNCHECKED, book),
+        cells: dict[str, Cell] = {"agent": agent, "irreversible": rate(hard, UNCHECKED, book),
                        "reversible": rate(soft, UNCHECKED, book)}
         if hard and soft:
             with quiet_fit():
