@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,8 @@ LOCAL_API_KEY = "limbo-local"
 """Sent when no key is configured: local gateways (and the scripted model server) ignore it."""
 STOP_WAIT_S = 5.0
 POLL_S = 0.05
+WATCH_S = 1.0
+"""How often the CLI's output is checked for its own report that the gateway failed."""
 
 
 @dataclass
@@ -79,6 +81,8 @@ class Execution:
     wall_s: float
     timed_out: bool = False
     stopped_after_end: bool = False
+    gave_up: str | None = None
+    """Why the CLI was stopped while running: it kept reporting that its gateway failed."""
 
 
 class HarnessAgent:
@@ -124,8 +128,11 @@ class HarnessAgent:
                 for file in self.spec.files:
                     _write(file, values)
                 argv = render_command(self.spec.command, values)
+                def watch() -> str | None:
+                    return _model_error(self.spec, session, root, home)
+
                 execution = _execute(argv, workdir, harness_environment(self.spec, values), root,
-                                     self.timeout_s, self.spec.grace_s, session)
+                                     self.timeout_s, self.spec.grace_s, session, watch)
             _add_usage(session, self.spec, root, home)
             transcript = self._keep_transcript(session, root, home)
             session.harness = HarnessRun(
@@ -134,9 +141,13 @@ class HarnessAgent:
                 wall_s=round(execution.wall_s, 3), exit_code=execution.exit_code,
                 timed_out=execution.timed_out, stopped_after_end=execution.stopped_after_end,
                 tool_listings=lease.listings, tool_calls=lease.calls, transcript=transcript)
-            problem = (_infrastructure_problem(lease, execution, session, self.timeout_s,
-                                               self.spec)
+            problem = (execution.gave_up
+                       or _infrastructure_problem(lease, execution, session, self.timeout_s,
+                                                  self.spec)
                        or _model_error(self.spec, session, root, home))
+            if problem is not None and problem.startswith(GATEWAY_FAILED):
+                problem = problem.replace(GATEWAY_FAILED,
+                                          f"the model gateway {self.api_base} failed", 1)
             stderr_tail = _tail(root / "stderr")
         if lease.failure is not None:
             raise lease.failure
@@ -191,10 +202,13 @@ class HarnessAgent:
 
 # -- running the CLI -------------------------------------------------------------------------
 def _execute(argv: list[str], workdir: Path, env: Mapping[str, str], root: Path,
-             timeout_s: float, grace_s: float, session: AgentSession) -> Execution:
-    """Run ``argv`` in its own process group; stop it on the time limit, or ``grace_s`` after
-    the episode has ended."""
+             timeout_s: float, grace_s: float, session: AgentSession,
+             watch: Callable[[], str | None] | None = None) -> Execution:
+    """Run ``argv`` in its own process group; stop it on the time limit, ``grace_s`` after
+    the episode has ended, or as soon as ``watch`` finds in its output that it has given up on
+    its model gateway (a CLI that keeps reconnecting would otherwise wait out the limit)."""
     start = time.monotonic()
+    watched = start
     with open(root / "stdout", "wb") as out, open(root / "stderr", "wb") as err:
         try:
             process = subprocess.Popen(argv, cwd=workdir, env=dict(env),
@@ -222,6 +236,14 @@ def _execute(argv: list[str], workdir: Path, env: Mapping[str, str], root: Path,
                     execution.timed_out = True
                     execution.exit_code = stop(process, grace_s=STOP_WAIT_S, group=True)
                     break
+                if watch is not None and ended_at is None and now - watched >= WATCH_S:
+                    watched = now
+                    out.flush()
+                    err.flush()
+                    execution.gave_up = watch()
+                    if execution.gave_up is not None:
+                        execution.exit_code = _stop(process)
+                        break
         finally:
             execution.wall_s = time.monotonic() - start
             kill_group(process.pid)  # whatever it left behind (its MCP server, helpers)
@@ -250,22 +272,26 @@ def _infrastructure_problem(lease: EpisodeLease, execution: Execution, session: 
     return None
 
 
+GATEWAY_FAILED = "the model gateway failed"
+
+
 def _model_error(spec: HarnessSpec, session: AgentSession, root: Path, home: Path
                  ) -> str | None:
-    """The CLI's own report that its model gateway failed, if the episode had not finished."""
+    """The CLI's own report that its model gateway failed (``times`` matching lines of one of
+    the adapter's ``model_errors``), if the episode had not finished."""
     if session.end_reason == "finished":
         return None
     for error in spec.model_errors:
+        seen: list[str] = []
         for path in _source_files(error.source, root, home):
             if error.contains is not None:
                 with open(path, encoding="utf-8", errors="replace") as handle:
-                    line = next((x for x in handle if error.contains in x), None)
-                if line is not None:
-                    return f"the model gateway failed: {line.strip()[:300]}"
+                    seen += [x.strip() for x in handle if error.contains in x]
                 continue
-            for event in _json_lines(path):
-                if all(_dig(event, k) == v for k, v in error.where.items()):
-                    return f"the model gateway failed: {json.dumps(event)[:300]}"
+            seen += [json.dumps(event) for event in _json_lines(path)
+                     if all(_dig(event, k) == v for k, v in error.where.items())]
+        if len(seen) >= error.times:
+            return f"{GATEWAY_FAILED}: {seen[-1][:300]}"
     return None
 
 

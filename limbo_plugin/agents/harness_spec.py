@@ -126,6 +126,10 @@ class ErrorSpec(_Strict):
     source: str = "stdout"
     where: dict[str, Any] = Field(default_factory=dict)
     contains: str | None = None
+    times: int = Field(default=1, ge=1, le=1000)
+    """How many such lines mean the CLI has given up (a CLI that retries reports each try).
+    The output is watched while the CLI runs, so one that keeps reconnecting is stopped then,
+    not at the wall-clock limit."""
 
     @model_validator(mode="after")
     def _one_test(self) -> ErrorSpec:

@@ -39,6 +39,10 @@ async def main(mode: str, config: str, prompt: str) -> None:
         print(json.dumps({"type": "usage", "prompt": 200, "completion": 5}), flush=True)
         if mode == "no-finish":
             return
+        if mode == "reconnecting":  # a CLI that never gives up on an unreachable gateway
+            while True:
+                print(json.dumps({"type": "error", "message": "Reconnecting..."}), flush=True)
+                time.sleep(0.2)
         if mode == "exit-1":  # a CLI whose gateway is down: it says so and exits 1
             print("Error: stream disconnected before completion: connection refused",
                   file=sys.stderr, flush=True)

@@ -124,8 +124,25 @@ def test_a_gateway_that_keeps_failing_is_an_infrastructure_error_not_a_graded_fa
     options = AgentOptions(model_options=model_server.model_options(), reports_dir=str(tmp_path))
     record = run_episode(LOST_ACK, RunConfig(agent="harness:codex:scripted"),
                          agent_options=options, registry=REGISTRY)
-    assert record.error is not None and "the model gateway failed" in record.error
+    assert record.error is not None and "failed: " in record.error
+    assert f"the model gateway {model_server.base_url.rstrip('/')}" in record.error
     assert record.harness is not None and record.harness.tool_listings == 1
+
+
+@pytest.mark.slow
+def test_codex_on_an_unreachable_gateway_is_stopped_early_naming_it(tmp_path: Path) -> None:
+    """Codex prints "Reconnecting... waiting for network" and never gives up; the runner
+    watches its events while it runs and stops it long before the wall-clock limit."""
+    _require("codex")
+    dead = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
+    options = AgentOptions(model_options={"api_base": dead, "timeout_s": 600},
+                           reports_dir=str(tmp_path))
+    record = run_episode(LOST_ACK, RunConfig(agent="harness:codex:scripted"),
+                         agent_options=options, registry=REGISTRY)
+    assert record.error is not None and f"the model gateway {dead} failed" in record.error
+    assert "Reconnecting" in record.error
+    assert record.harness is not None and not record.harness.timed_out
+    assert record.harness.wall_s < 300
 
 
 

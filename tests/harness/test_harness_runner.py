@@ -149,8 +149,22 @@ def test_a_cli_reporting_a_failed_gateway_is_an_infrastructure_error(
         tmp_path: Path) -> None:
     record = _run(fake_harness("gateway-down", model_errors=[{"source": "stdout", **match}]),
                   model_server, tmp_path)
-    assert record.error is not None and "the model gateway failed" in record.error
+    assert record.error is not None
+    assert f"the model gateway {model_server.base_url.rstrip('/')} failed" in record.error
     assert record.tool_calls == 1  # it had started: a gateway failure mid-task still counts
+
+
+def test_a_cli_that_keeps_reconnecting_is_stopped_early_naming_the_gateway(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    """Its output is watched while it runs: after the adapter's count of error lines it is
+    stopped, long before its wall-clock limit, and the record names the gateway."""
+    path = fake_harness("reconnecting", model_errors=[
+        {"source": "stdout", "where": {"type": "error"}, "times": 3}])
+    record = _run(path, model_server, tmp_path, timeout_s=300)
+    assert record.error is not None and "Reconnecting" in record.error
+    assert f"the model gateway {model_server.base_url.rstrip('/')} failed" in record.error
+    assert record.harness is not None and not record.harness.timed_out
+    assert record.harness.wall_s < 150
 
 
 def test_a_gateway_error_after_finish_does_not_void_the_episode(
