@@ -134,7 +134,7 @@ class HarnessAgent:
                 execution = _execute(argv, workdir, harness_environment(self.spec, values), root,
                                      self.timeout_s, self.spec.grace_s, session, watch)
             _add_usage(session, self.spec, root, home)
-            transcript = self._keep_transcript(session, root, home)
+            transcript = self._keep_transcript(session, root, home, secrets=(lease.token,))
             session.harness = HarnessRun(
                 name=self.spec.name,
                 version=self.version,
@@ -148,7 +148,7 @@ class HarnessAgent:
             if problem is not None and problem.startswith(GATEWAY_FAILED):
                 problem = problem.replace(GATEWAY_FAILED,
                                           f"the model gateway {self.api_base} failed", 1)
-            stderr_tail = _tail(root / "stderr")
+            stderr_tail = _tail(root / "stderr").replace(lease.token, SCRUBBED.decode())
         if lease.failure is not None:
             raise lease.failure
         if problem is not None:
@@ -179,8 +179,10 @@ class HarnessAgent:
             "timeout_s": str(int(self.timeout_s)), "model_entry": self.model_entry, **mcp,
         }
 
-    def _keep_transcript(self, session: AgentSession, root: Path, home: Path) -> str | None:
-        """Copy the transcript sources under ``<reports>/transcripts/``; return the directory."""
+    def _keep_transcript(self, session: AgentSession, root: Path, home: Path, *,
+                         secrets: tuple[str, ...] = ()) -> str | None:
+        """Copy the transcript sources under ``<reports>/transcripts/``, with ``secrets`` (the
+        episode's token) scrubbed from every kept file; return the directory."""
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.name)
         episode = session.episode_id or "episode"
         target = self.reports_dir / "transcripts" / episode / f"{slug}-{uuid.uuid4().hex[:8]}"
@@ -197,6 +199,9 @@ class HarnessAgent:
                 else:
                     shutil.copyfile(path, target / name)
                 kept += 1
+        if kept:
+            for path in target.iterdir():
+                _scrub(path, secrets)
         return str(target) if kept else None
 
 
@@ -385,6 +390,20 @@ def _export_sqlite(path: Path, query: str, target: Path) -> None:
             for row in cursor:
                 out.write(json.dumps(dict(zip(columns, row, strict=True)), default=str,
                                      ensure_ascii=False) + "\n")
+
+
+SCRUBBED = b"[episode token]"
+
+
+def _scrub(path: Path, secrets: tuple[str, ...]) -> None:
+    """Replace every secret in ``path`` (bytes, so any file type) with a marker."""
+    data = path.read_bytes()
+    cleaned = data
+    for secret in secrets:
+        if secret:
+            cleaned = cleaned.replace(secret.encode(), SCRUBBED)
+    if cleaned != data:
+        path.write_bytes(cleaned)
 
 
 def _tail(path: Path, limit: int = 400) -> str:

@@ -110,6 +110,8 @@ def resolve_executable(spec: HarnessSpec) -> str:
     if pinned is not None:
         return str(pinned)
     program = spec.install.executable if spec.install else spec.command[0]
+    if "{spec_dir}" in program and spec.file:  # known before any episode: fill it, then look
+        program = program.replace("{spec_dir}", str(Path(spec.file).resolve().parent))
     if "{" not in program:
         found = shutil.which(program)
         if found:

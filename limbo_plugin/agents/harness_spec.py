@@ -49,6 +49,8 @@ PLACEHOLDERS: dict[str, str] = {
                    "(model_catalog)",
 }
 STDIO_ONLY = frozenset({"mcp_command", "mcp_args", "mcp_env"})
+MAPPINGS = frozenset({"mcp_env", "model_entry"})
+"""Placeholders whose value is a mapping: they belong in files and env, never in argv."""
 HTTP_ONLY = frozenset({"mcp_url"})
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -232,6 +234,11 @@ def _check_placeholders(doc: LoadedYaml, spec: HarnessSpec) -> None:
                 raise SpecError(doc.file, "{model_entry} needs a model_catalog section (where "
                                 "the harness keeps its own per-model metadata)",
                                 line=doc.line_of(path), path=format_path(path))
+            if name in MAPPINGS and _in_argv(path):
+                raise SpecError(doc.file, f"{{{name}}} is a mapping (it carries the episode's "
+                                "token) and cannot be a command-line argument; put it in a "
+                                "config file or pass its variables through env:",
+                                line=doc.line_of(path), path=format_path(path))
             if name not in allowed:
                 hint = ""
                 if name in PLACEHOLDERS:
@@ -239,6 +246,12 @@ def _check_placeholders(doc: LoadedYaml, spec: HarnessSpec) -> None:
                 raise SpecError(doc.file, f"unknown placeholder {{{name}}}{hint}; valid: "
                                 + ", ".join(sorted(allowed)),
                                 line=doc.line_of(path), path=format_path(path))
+
+
+def _in_argv(path: tuple[str | int, ...]) -> bool:
+    """Whether ``path`` is inside a command line (the run, version or catalog command)."""
+    return bool(path) and (path[0] in ("command", "version_command")
+                           or path[:2] == ("model_catalog", "command"))
 
 
 def _strings(value: Any, path: tuple[str | int, ...]) -> Any:

@@ -80,6 +80,17 @@ def test_each_episode_gets_an_empty_workdir_a_throwaway_home_and_a_clean_environ
     assert "sk-from-the-environment" not in transcripts
 
 
+def test_the_episode_token_is_scrubbed_from_every_kept_transcript_file(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    """A CLI may log its MCP configuration; the kept copy never holds the live token."""
+    path = fake_harness("finish", transcript=[{"source": "stdout"}, {"source": "mcp.json"}])
+    record = _run(path, model_server, tmp_path / "reports")
+    assert record.error is None and record.harness is not None
+    kept = Path(record.harness.transcript or "")
+    config = json.loads(next(kept.glob("*mcp.json")).read_text())
+    assert config["env"][TOKEN_ENV] == "[episode token]"
+
+
 def test_a_cli_that_never_lists_the_tools_is_an_infrastructure_error(
         fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
     path = fake_harness("finish")

@@ -39,6 +39,7 @@ def test_the_built_in_adapters_load_and_pin_their_cli(name: str) -> None:
     (MINIMAL + "tool_name: acme-tool\n", 3, "must contain {tool}"),
     ("name: mine\ncommand: [x\n", 3, "YAML syntax error"),
     ("name: mine\ncommand: [x, \"{model_entry}\"]\n", 2, "needs a model_catalog"),
+    ("name: mine\ncommand: [x, \"--env={mcp_env}\"]\n", 2, "cannot be a command-line argument"),
     (MINIMAL + "model_catalog: {command: [x]}\n", 3, "fallback"),
 ])
 def test_a_broken_adapter_is_one_line_with_file_and_line(tmp_path: Path, text: str, line: int,
@@ -83,3 +84,16 @@ def test_placeholders_fill_whole_values_splice_lists_and_escape_braces() -> None
         "literal": "{not a placeholder}", "nested": [{"m": "m1"}]}
     argv = render_command(["cli", "--tools", "{tools}", "--model={model}", "{prompt}"], values)
     assert argv == ["cli", "--tools", "acme-a", "acme-b", "--model=m1", "do it"]
+
+
+def test_a_program_beside_the_adapter_is_found_before_any_episode(tmp_path: Path) -> None:
+    """``{spec_dir}`` is known when the adapter loads: it is filled before the program is
+    looked for, so a CLI kept beside its YAML file is found."""
+    from limbo_plugin.agents.harness_install import resolve_executable
+
+    program = tmp_path / "my-cli"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    path = tmp_path / "mine.yaml"
+    path.write_text('name: mine\ncommand: ["{spec_dir}/my-cli", "{prompt}"]\n')
+    assert resolve_executable(load_harness(path)) == str(program)
