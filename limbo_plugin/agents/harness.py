@@ -141,10 +141,10 @@ class HarnessAgent:
                 wall_s=round(execution.wall_s, 3), exit_code=execution.exit_code,
                 timed_out=execution.timed_out, stopped_after_end=execution.stopped_after_end,
                 tool_listings=lease.listings, tool_calls=lease.calls, transcript=transcript)
-            problem = (execution.gave_up
-                       or _infrastructure_problem(lease, execution, session, self.timeout_s,
-                                                  self.spec)
-                       or _model_error(self.spec, session, root, home))
+            problem = execution.gave_up or _infrastructure_problem(
+                lease, execution, session, self.timeout_s, self.spec)
+            if problem is None or problem.startswith(EXITED):  # say why it exited, if it did
+                problem = _model_error(self.spec, session, root, home) or problem
             if problem is not None and problem.startswith(GATEWAY_FAILED):
                 problem = problem.replace(GATEWAY_FAILED,
                                           f"the model gateway {self.api_base} failed", 1)
@@ -272,12 +272,13 @@ def _infrastructure_problem(lease: EpisodeLease, execution: Execution, session: 
         return f"the CLI was killed by signal {-execution.exit_code} before the task ended"
     if (execution.exit_code is not None and execution.exit_code > 0 and not session.over
             and spec.nonzero_exit == "infrastructure"):
-        return (f"the CLI exited with status {execution.exit_code} before the task ended "
+        return (f"{EXITED} {execution.exit_code} before the task ended "
                 f"({lease.calls} tool calls made)")
     return None
 
 
 GATEWAY_FAILED = "the model gateway failed"
+EXITED = "the CLI exited with status"
 
 
 def _model_error(spec: HarnessSpec, session: AgentSession, root: Path, home: Path
