@@ -247,7 +247,7 @@ def _execute(argv: list[str], workdir: Path, env: Mapping[str, str], root: Path,
                     err.flush()
                     execution.gave_up = watch()
                     if execution.gave_up is not None:
-                        execution.exit_code = _stop(process)
+                        execution.exit_code = stop(process, grace_s=STOP_WAIT_S, group=True)
                         break
         finally:
             execution.wall_s = time.monotonic() - start
