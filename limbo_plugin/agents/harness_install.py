@@ -175,12 +175,19 @@ def _install(spec: HarnessSpec, log: Callable[[str], None]) -> Path:
     return executable
 
 
-def _run(argv: list[str], spec: HarnessSpec) -> None:
+def run_install_step(argv: list[str], name: str,
+                     error: type[LimboError] = LimboError) -> None:
+    """Run one step of installing `name` (npm, venv, pip); a failure is one line with the
+    step and the last lines it printed. Shared by the harness CLIs and the real MCP servers."""
     result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        raise LimboError(f"cannot install {spec.name}: `{' '.join(argv[:4])} …` exited with "
-                         f"{result.returncode}: {' / '.join(tail)}")
+        raise error(f"cannot install {name}: `{' '.join(argv[:4])} …` exited with "
+                    f"{result.returncode}: {' / '.join(tail)}")
+
+
+def _run(argv: list[str], spec: HarnessSpec) -> None:
+    run_install_step(argv, spec.name)
 
 
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME", "TMPDIR",

@@ -12,12 +12,12 @@ Limbo's), marked complete only when the installer succeeded, a no-op when alread
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from limbo_plugin.agents.harness_install import cache_root
+from limbo_plugin.agents.harness_install import cache_root, run_install_step
+from limbo_plugin.errors import LimboError
 
 MARKER = ".limbo-installed"
 
@@ -53,7 +53,7 @@ SERVERS = {s.name: s for s in (
 )}
 
 
-class InstallError(Exception):
+class InstallError(LimboError):
     """A pinned server could not be installed (one line)."""
 
 
@@ -83,11 +83,7 @@ def install(server: RealServer) -> Path:
 
 
 def _run(argv: list[str], server: RealServer) -> None:
-    result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if result.returncode != 0:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        raise InstallError(f"cannot install {server.name}: `{' '.join(argv[:4])} …` exited "
-                           f"with {result.returncode}: {' / '.join(tail)}")
+    run_install_step(argv, server.name, InstallError)
 
 
 def main(argv: list[str] | None = None) -> int:
