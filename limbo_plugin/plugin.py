@@ -42,9 +42,12 @@ if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay c
     from limbo_plugin.spec.registry import SpecRegistry
 
 RECORD_ATTRIBUTE = "limbo_record"
-"""The teardown report of an episode carries its record's JSON line under this attribute: it
-travels from an xdist worker to the controller once, and the controller takes it off the report
-(which pytest keeps to the end of the run) as it writes the line."""
+"""The report that shows an episode's outcome (the call report, or the setup report of an
+episode that could not run) carries its record's JSON line under this attribute, so the line is
+written before the terminal prints the outcome: a run killed in between never shows an episode
+as finished that its records lack. It travels from an xdist worker to the controller once, and
+the controller takes it off the report (which pytest keeps to the end of the run) as it writes
+the line."""
 SKIP_PROPERTY = "limbo_skip"
 
 
@@ -797,11 +800,11 @@ class SpecErrorPolicy:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """An episode's failure or infrastructure error is its message, in every phase: pytest
-    would show the plugin's own source lines for an error raised in setup. The teardown
-    report also carries the episode's record line to the controller
-    (:meth:`EpisodeItem.hand_over`)."""
+    would show the plugin's own source lines for an error raised in setup. The report that
+    shows the episode's outcome also carries its record line to the controller
+    (:meth:`EpisodeItem.hand_over`; see :data:`RECORD_ATTRIBUTE`)."""
     report = yield
-    if call.when == "teardown" and isinstance(item, EpisodeItem):
+    if isinstance(item, EpisodeItem) and (call.when != "setup" or not report.passed):
         item.hand_over(report)
     excinfo = call.excinfo
     if isinstance(item, EpisodeItem) and excinfo is not None and isinstance(
@@ -919,7 +922,7 @@ class EpisodeItem(pytest.Item):
         return Path(self.spec_file or self.path), line, f"episode {self.name}"
 
     def hand_over(self, report: pytest.TestReport) -> None:
-        """Put the record's line on the teardown report and let go of the record: an item
+        """Put the record's line on the outcome's report and let go of the record: an item
         lives to the end of the session, its record only until it is reported."""
         if self.record_line is not None:
             setattr(report, RECORD_ATTRIBUTE, self.record_line)
@@ -1005,8 +1008,6 @@ class LimboController:
             for line in collect_abandoned(self.state.records_path):
                 self.state.writer.write(line)
                 self.take_outcome(line)
-        if report.when != "teardown":
-            return
         line = report.__dict__.pop(RECORD_ATTRIBUTE, None)
         if line is not None and self.state.writer is not None:
             from limbo_plugin.report.outcomes import Outcome
@@ -1025,6 +1026,8 @@ class LimboController:
                     self.state.write_failed = True
                     pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
                 self.state.outcomes[outcome.identity] = outcome
+        if report.when != "teardown":  # the item's properties, counted once
+            return
         for name, value in report.user_properties:
             if name == SKIP_PROPERTY:
                 reason = SkipReason(str(value))

@@ -216,13 +216,13 @@ def test_the_family_table_ends_the_output_and_says_when_the_run_is_partial(
     assert "PARTIAL" not in out
     project.makeconftest(
         "seen = []\n"
-        "def pytest_runtest_teardown(item):\n"
+        "def pytest_runtest_call(item):\n"
         "    seen.append(item)\n"
         "    if len(seen) == 3:\n"
         "        raise KeyboardInterrupt\n")
     # a KeyboardInterrupt from a hook needs its own process: in-process pytester re-raises it
     stopped = project.runpytest_subprocess("--experiment", "small")
     assert stopped.ret == pytest.ExitCode.INTERRUPTED
-    # the third episode was interrupted before its report reached the controller
+    # the third episode was interrupted before its outcome was reported, so it is not recorded
     assert ("PARTIAL: the run stopped early; the table covers the 2 episode(s) recorded so far. "
             "Re-run with --limbo-resume to finish it.") in stopped.stdout.str()
