@@ -149,7 +149,20 @@ def wall_clock_limit(seconds: float | None, on_abandon: Callable[[], None] | Non
     try:
         yield watchdog
     finally:
-        watchdog.stop()
-        watchdog.join()
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        disarm(watchdog, previous)
+
+
+def disarm(watchdog: Watchdog, previous: Any) -> None:
+    """Stop the timer and the watchdog and put the previous SIGALRM handler back, whatever
+    lands meanwhile: a timeout raised inside this (the timer or the watchdog firing just as the
+    episode ended) would otherwise skip the rest and leave the timer armed, to fire later in
+    code that is not the episode's."""
+    while True:
+        try:
+            watchdog.stop()
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            watchdog.join()
+            signal.signal(signal.SIGALRM, previous)
+            return
+        except EpisodeTimeout:
+            continue
