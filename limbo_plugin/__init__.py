@@ -61,7 +61,7 @@ _EXPORTS = {
     "make_report": "limbo_plugin.report.build",
     "summarize": "limbo_plugin.report.aggregate",
     "compare_runs": "limbo_plugin.report.compare",
-    "read_records": "limbo_plugin.report.records",
+    "read_records": "limbo_plugin.report.record_files",
     "load_gate": "limbo_plugin.report.gate",
     "run_gate": "limbo_plugin.report.gate",
 }
@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from limbo_plugin.report.build import make_report
     from limbo_plugin.report.compare import compare_runs
     from limbo_plugin.report.gate import load_gate, run_gate
-    from limbo_plugin.report.records import read_records
+    from limbo_plugin.report.record_files import read_records
     from limbo_plugin.runconfig import RunConfig
     from limbo_plugin.sandbox import Sandbox
     from limbo_plugin.spec.registry import SpecRegistry

@@ -337,7 +337,7 @@ def find_records(records: Sequence[EpisodeRecord], wanted: str) -> list[EpisodeR
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from limbo_plugin.report.records import read_records
+    from limbo_plugin.report.record_files import read_records
 
     records = _records_file(args.records, read_records)
     found = find_records(records, args.episode_id)
@@ -389,7 +389,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_gate(args: argparse.Namespace) -> int:
     from limbo_plugin.report.gate import load_gate, run_gate
     from limbo_plugin.report.outcomes import read_outcomes
-    from limbo_plugin.report.records import previous_records
+    from limbo_plugin.report.record_files import previous_records
 
     registry = _registry(args)
     gate = load_gate(args.gate, families=registry.family_order)
@@ -398,7 +398,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.baseline == "previous":
         previous = previous_records(args.records, resume=True)
         if previous is None:
-            from limbo_plugin.report.records import history_dir
+            from limbo_plugin.report.record_files import history_dir
 
             raise UsageError(f"--baseline previous: no earlier run of {args.records} in "
                              f"{history_dir(args.records)}/ (a fresh pytest run moves the "

@@ -26,7 +26,7 @@ import pytest
 from limbo_plugin.discovery import given_limbo_options, names_experiments, redirect_collection
 from limbo_plugin.errors import LimboError, SpecError, UsageError
 from limbo_plugin.records import DEFAULT_RECORDS, RUN_FIELDS
-from limbo_plugin.report.records import shown_path
+from limbo_plugin.report.record_files import shown_path
 
 if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay cheap
     from limbo_plugin.agents.options import AgentOptions
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay c
     from limbo_plugin.report.custody import RecordsLock
     from limbo_plugin.report.gate import GateResult, GateSpec
     from limbo_plugin.report.outcomes import Outcome
-    from limbo_plugin.report.records import CostMeter, RecordWriter
+    from limbo_plugin.report.record_files import CostMeter, RecordWriter
     from limbo_plugin.runconfig import RunConfig
     from limbo_plugin.sharding import Shard
     from limbo_plugin.spec.registry import SpecRegistry
@@ -406,7 +406,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not state.active:
         return
     if not state.is_worker:
-        from limbo_plugin.report.records import RecordWriter
+        from limbo_plugin.report.record_files import RecordWriter
 
         state.writer = RecordWriter(state.records_path)
         config.pluginmanager.register(LimboController(state), "limbo-controller")
@@ -418,7 +418,7 @@ def pytest_configure(config: pytest.Config) -> None:
         progress.install(config, state.outcomes, option(config, "limbo_progress"),
                          state.cost_limit, lambda: state.family_order)
     if state.cost_limit is not None:
-        from limbo_plugin.report.records import CostMeter
+        from limbo_plugin.report.record_files import CostMeter
 
         state.cost_meter = CostMeter(state.records_path)
 
@@ -426,7 +426,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def prepare_controller(config: pytest.Config, state: LimboState) -> None:
     """Everything that can go wrong with the records, the baseline and the gate is found here,
     before the first episode runs (with a real model, a wasted budget otherwise)."""
-    from limbo_plugin.report.records import check_records_path
+    from limbo_plugin.report.record_files import check_records_path
 
     check_records_path(state.records_path)
     writes_records = state.resume or (state.collects_specs and not config.option.collectonly)
@@ -442,7 +442,7 @@ def prepare_controller(config: pytest.Config, state: LimboState) -> None:
 
 def check_before_run(config: pytest.Config, state: LimboState) -> None:
     from limbo_plugin.report.outcomes import scan_outcomes
-    from limbo_plugin.report.records import repair_torn_tail, rotate
+    from limbo_plugin.report.record_files import repair_torn_tail, rotate
 
     if state.gate_path is not None:
         state.gate = load_gate_option(state)
@@ -526,7 +526,7 @@ def load_baseline(state: LimboState) -> tuple[Path, list[Outcome]]:
     """The baseline's path and records, read before the records file is rotated: ``previous``
     is the file this run is about to replace (on resume, the latest one in its history)."""
     from limbo_plugin.report.outcomes import scan_outcomes
-    from limbo_plugin.report.records import previous_records
+    from limbo_plugin.report.record_files import previous_records
 
     value = state.baseline_option or ""
     if value == PREVIOUS:
@@ -667,7 +667,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state.writer is not None:
         state.writer.close()
         if state.rotated_to is not None and state.writer.written == 0:
-            from limbo_plugin.report.records import unrotate
+            from limbo_plugin.report.record_files import unrotate
 
             unrotate(state.records_path, state.rotated_to)
     if state.records_lock is not None:
@@ -1011,7 +1011,7 @@ class LimboController:
         line = report.__dict__.pop(RECORD_ATTRIBUTE, None)
         if line is not None and self.state.writer is not None:
             from limbo_plugin.report.outcomes import Outcome
-            from limbo_plugin.report.records import RecordWriteError
+            from limbo_plugin.report.record_files import RecordWriteError
 
             try:  # read back before it is written: a line the file cannot hold stays out
                 outcome = Outcome.from_json(line)

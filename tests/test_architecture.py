@@ -138,3 +138,9 @@ def test_importing_the_plugin_stays_cheap() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == ""
+
+
+def test_the_record_layer_is_the_only_module_called_records() -> None:
+    """``records`` is the record layer (``EpisodeRecord``); the report's record *files* live in
+    ``report/record_files.py``, so an import of "records" never means two things."""
+    assert [module_name(p) for p in sources() if p.stem == "records"] == ["records"]

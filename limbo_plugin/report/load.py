@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from limbo_plugin.records import RECORD_SCHEMA_VERSION, run_fingerprint
-from limbo_plugin.report.records import RecordFileError
+from limbo_plugin.report.record_files import RecordFileError
 
 if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
@@ -399,7 +399,7 @@ class LoadedRecords:
 def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
     """``(line number, byte offset, line)`` of every non-blank line."""
     offset = 0
-    from limbo_plugin.report.records import bounded_lines
+    from limbo_plugin.report.record_files import bounded_lines
 
     with path.open("rb") as handle:
         for number, line in enumerate(bounded_lines(handle, path), start=1):

@@ -29,7 +29,7 @@ from typing import Any
 
 from limbo_plugin.records import RECORD_SCHEMA_VERSION, RUN_FIELDS
 from limbo_plugin.report.custody import RecordsLock, require_own_file
-from limbo_plugin.report.records import RecordFileError, bounded_lines
+from limbo_plugin.report.record_files import RecordFileError, bounded_lines
 
 IGNORED = ("run_id",)
 """Fields that differ between runs of identical episodes and so do not make a conflict."""
@@ -151,7 +151,7 @@ def _merge(out: Path, sources: list[Path]) -> MergeResult:
                                  order=tuple(record[name] for name in ORDER))
                 _keep(kept, identity, candidate, result)
     records = sorted(kept.values(), key=lambda k: k.order)
-    from limbo_plugin.report.records import rotate
+    from limbo_plugin.report.record_files import rotate
 
     result.kept_previous = rotate(out)
     _write(result, records)

@@ -16,7 +16,7 @@ from typing import Protocol
 from pydantic import TypeAdapter, ValidationError
 
 from limbo_plugin.records import RECORD_SCHEMA_VERSION, run_fingerprint
-from limbo_plugin.report.records import (
+from limbo_plugin.report.record_files import (
     RecordScan,
     line_problem,
     scan_file,
@@ -149,7 +149,7 @@ def parse_outcome_line(raw: bytes) -> tuple[Outcome | None, str]:
 def scan_outcomes(path: str | Path) -> RecordScan[Outcome]:
     """The outcome of every record line in ``path``; a torn last line is skipped (and named on
     the scan), any other line that is not a record is a
-    :class:`~limbo_plugin.report.records.RecordFileError` naming ``file:line``."""
+    :class:`~limbo_plugin.report.record_files.RecordFileError` naming ``file:line``."""
     return scan_file(path, parse_outcome_line)
 
 

@@ -1,7 +1,7 @@
 """``limbo runs``: the runs a records file has seen, the current one and its history.
 
 A fresh run moves the previous records file into ``history/`` (see
-:func:`limbo_plugin.report.records.rotate`); this lists each of those files with when it was
+:func:`limbo_plugin.report.record_files.rotate`); this lists each of those files with when it was
 written, the run id(s) in it, how many episodes, the pass rate, its configuration (the agent and
 every field not at its default) and how the run selected its episodes (``-k``, ``-m``,
 ``--experiment``…, from the run log the controller appends to), so a user can pick a baseline or
@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from limbo_plugin.records import RUN_DEFAULTS, RUN_FIELDS, run_fingerprint
-from limbo_plugin.report.records import history_files, shown_path
+from limbo_plugin.report.record_files import history_files, shown_path
 
 SELECTION_FLAGS = ("-k", "-m", "--experiment", "--limbo-shard", "--limbo-repeat", "--lf",
                    "--ff", "--limbo-resume", "-x", "--maxfail")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from limbo_plugin.report.aggregate import FamilyRow, Rate, Summary
-from limbo_plugin.report.records import summary_paths
+from limbo_plugin.report.record_files import summary_paths
 
 HEADER = ("family", "episodes", "fired", "duplicate rate", "EOS", "TS", "overclaim")
 

@@ -226,7 +226,7 @@ def test_a_records_file_without_newlines_is_refused_with_bounded_memory(tmp_path
     import resource
 
     from limbo_plugin.report.outcomes import scan_outcomes
-    from limbo_plugin.report.records import MAX_LINE_BYTES, RecordFileError
+    from limbo_plugin.report.record_files import MAX_LINE_BYTES, RecordFileError
 
     path = tmp_path / "episodes.jsonl"
     with path.open("wb") as handle:
