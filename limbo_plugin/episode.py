@@ -23,7 +23,7 @@ from limbo_plugin.agents.deadline import EpisodeTimeout, wall_clock_limit
 from limbo_plugin.conditions import HarnessEnv, find_condition
 from limbo_plugin.errors import UsageError
 from limbo_plugin.faults import FaultPlan, FaultTransport, expected_failure
-from limbo_plugin.grading import code_behaviour, grade
+from limbo_plugin.grading import code_behaviour, explicit_refusal, grade
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
@@ -98,7 +98,8 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
             final_status=final.status if final else None,
             summary=final.summary if final else None,
             uncertain_operations=final.uncertain_operations if final else [],
-            behaviour=code_behaviour(entries, session.focal_call_index, catalog),
+            behaviour=code_behaviour(entries, session.focal_call_index, catalog,
+                                     refused=explicit_refusal(mode.group, mode.hidden_outcome)),
             tool_calls=session.calls, harness_calls=len(harness),
             harness_seconds=_harness_seconds(caller),
             sim_seconds=sim_seconds, escalations=world.escalations,

@@ -70,6 +70,7 @@ PINNED: dict[str, str] = {
         "tests/validity/test_grader.py::test_reopening_a_resolved_ticket_undoes_the_status_change",
     "D-resolve-twice":
         "tests/validity/test_grader.py::test_resolving_again_after_reopening_counts_twice",
+    "D-behaviour-told": "tests/validity/test_grader.py::test_behaviour_coder",
     "D-seeded-ids":
         "tests/validity/test_grader.py::test_changing_another_customers_seeded_row_is_collateral",
     "D-wait-bound": "tests/conditions/test_conditions_wait.py::"

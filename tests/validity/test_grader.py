@@ -121,8 +121,17 @@ def test_in_flight_commits_after_finish_are_graded(registry: SpecRegistry) -> No
     ("escalate_first", "incident_open", "ticket", "timeout_late", "native", "escalate"),
     ("verify_first", "cross_post", "post_x", "timeout_post", "native", "escalate"),
     ("blind_retry", "incident_open", "ticket", "redelivery", "native", "move_on"),
-    ("blind_retry", "ticket_resolution", "email", "redelivery", "native",
-     "stop_without_checking"),
+    # the agent saw success: finishing without another write moved on, it did not stop unchecked
+    ("blind_retry", "ticket_resolution", "email", "redelivery", "native", "move_on"),
+    ("verify_first", "ticket_resolution", "email", "redelivery", "native", "move_on"),
+    ("blind_retry", "ticket_resolution", "email", "schema_drift", "native", "move_on"),
+    # an explicit refusal says the request did not execute: re-sending it is not blind
+    ("blind_retry", "incident_open", "ticket", "http503", "native", "verify_then_retry"),
+    ("blind_retry", "incident_open", "ticket", "http429", "native", "verify_then_retry"),
+    ("verify_first", "cross_post", "post_x", "outage", "native", "verify_then_retry"),
+    # the same re-send after an error that hides the outcome is blind
+    ("blind_retry", "incident_open", "ticket", "timeout_pre", "native", "blind_retry"),
+    ("blind_retry", "incident_open", "ticket", "http500_pre", "native", "blind_retry"),
 ])
 def test_behaviour_coder(registry: SpecRegistry, policy: str, template: str, focal: str,
                          mode: str, contract: str, behaviour: str) -> None:
