@@ -38,10 +38,10 @@ def test_every_table_and_figure_is_on_the_page(browser: Browser, real_report: Bu
 def test_the_explorer_filters(browser: Browser, real_report: BuiltReport) -> None:
     dom = browser.dump_dom(url(real_report, "#outcome=duplicate&family=late_commit"
                                             "&agent=scripted:verify_first"))
-    expected = [r for r in real_report.record_files if r.family == "late_commit"
+    expected = [r for r in real_report.records if r.family == "late_commit"
                 and r.duplicates > 0 and r.agent == "scripted:verify_first"]
     assert expected, "verify_first duplicates under late commits"
-    total = len(real_report.record_files)
+    total = len(real_report.records)
     assert f"{len(expected)} of {total} episodes" in dom
     listed = re.findall(r'<tr data-uid="([0-9a-f]+)" data-outcome="([a-z]+)"', dom)
     assert len(listed) == len(expected)

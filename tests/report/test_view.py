@@ -59,7 +59,7 @@ def limbo(*args: str) -> list[str]:
 def test_view_builds_then_serves_on_loopback(real_report: BuiltReport, tmp_path: Path,
                                              served: list[Served]) -> None:
     records = tmp_path / "episodes.jsonl"
-    records.write_text("".join(r.model_dump_json() + "\n" for r in real_report.record_files))
+    records.write_text("".join(r.model_dump_json() + "\n" for r in real_report.records))
     out = tmp_path / "report"
     server = Served(limbo("view", str(records), "--out", str(out), "--no-browser"), tmp_path)
     served.append(server)
@@ -79,7 +79,7 @@ def test_view_builds_then_serves_on_loopback(real_report: BuiltReport, tmp_path:
 
 def test_stale_reports_are_rebuilt(real_report: BuiltReport, tmp_path: Path) -> None:
     records = tmp_path / "episodes.jsonl"
-    records.write_text("".join(r.model_dump_json() + "\n" for r in real_report.record_files))
+    records.write_text("".join(r.model_dump_json() + "\n" for r in real_report.records))
     shutil.copytree(real_report.out, tmp_path / "report")
     out = tmp_path / "report"
     assert "built from other records" in str(report_is_stale([records], out))
