@@ -8,6 +8,11 @@ one model turn each plus the final one), or from ``--tokens-per-episode``. The p
 split of those tokens is not in the paper: ``--completion-share`` sets it (default 0.08, an
 assumption: a scaffold episode re-sends its growing conversation each turn, so prompt tokens
 dominate). Scripted and MCP agents make no model call.
+
+``--cassette`` replaces the paper's figures with the user's own: a records file of an earlier
+(pilot) run gives calls and prompt and completion tokens per episode and fault mode, a cassette
+directory tokens per call (:mod:`limbo_plugin.report.plan_cassette`). The completion share is
+then measured, not assumed.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from limbo_plugin.report.facets import harness_of, model_of
+from limbo_plugin.report.plan_cassette import CassetteUsage, Estimate, RecordedUsage, load_usage
 
 TOKENS_PER_EPISODE = {"minimal": 12_000, "codex": 153_000}
 """Paper §6.5; the other harnesses' consumption is not reported."""
@@ -37,6 +43,7 @@ class AgentBudget:
 
 def budget(agent: str, episodes: int, tokens_per_episode: float | None,
            completion_share: float) -> AgentBudget:
+    """The paper's figures (or ``--tokens-per-episode``), split by ``completion_share``."""
     kind = agent.split(":", 1)[0]
     if kind not in ("litellm", "harness"):
         return AgentBudget(agent, episodes, 0.0, 0.0, 0.0, "no model calls")
@@ -46,14 +53,44 @@ def budget(agent: str, episodes: int, tokens_per_episode: float | None,
                            f"{harness_of(agent)}: give --tokens-per-episode")
     tokens = per * episodes
     calls = MODEL_CALLS_PER_EPISODE * episodes if kind == "litellm" else None
+    return priced(AgentBudget(agent, episodes, calls, tokens, None),
+                  tokens * (1 - completion_share), tokens * completion_share)
+
+
+def measured_budget(agent: str, modes: list[str], usage: RecordedUsage | CassetteUsage,
+                    tokens_per_episode: float | None, completion_share: float) -> AgentBudget:
+    """From the user's own recording where it has the agent (or its harness), else the paper's
+    figures, saying so."""
+    if agent.split(":", 1)[0] not in ("litellm", "harness"):
+        return AgentBudget(agent, len(modes), 0.0, 0.0, 0.0, "no model calls")
+    estimate: Estimate | None
+    if isinstance(usage, RecordedUsage):
+        estimate = usage.estimate(agent, modes)
+    else:
+        estimate = usage.estimate(agent, len(modes), MODEL_CALLS_PER_EPISODE)
+    if estimate is None:
+        fallback = budget(agent, len(modes), tokens_per_episode, completion_share)
+        note = f"not in {usage.path}: the paper's figures"
+        return AgentBudget(fallback.agent, fallback.episodes, fallback.model_calls,
+                           fallback.tokens, fallback.cost_usd,
+                           f"{note}; {fallback.note}" if fallback.note else note)
+    return priced(AgentBudget(agent, len(modes), estimate.model_calls,
+                              estimate.prompt_tokens + estimate.completion_tokens, None,
+                              estimate.source),
+                  estimate.prompt_tokens, estimate.completion_tokens)
+
+
+def priced(row: AgentBudget, prompt_tokens: float, completion_tokens: float) -> AgentBudget:
+    """``row`` with its cost at the model's price in litellm's map (``None``: unknown)."""
     from limbo_plugin.agents.provider import token_prices
 
-    prices = token_prices(model_of(agent))
+    prices = token_prices(model_of(row.agent))
     if prices is None:
-        return AgentBudget(agent, episodes, calls, tokens, None,
-                           f"no known price for {model_of(agent)}")
-    cost = tokens * ((1 - completion_share) * prices[0] + completion_share * prices[1])
-    return AgentBudget(agent, episodes, calls, tokens, cost)
+        note = f"no known price for {model_of(row.agent)}"
+        return AgentBudget(row.agent, row.episodes, row.model_calls, row.tokens, None,
+                           f"{row.note}; {note}" if row.note else note)
+    cost = prompt_tokens * prices[0] + completion_tokens * prices[1]
+    return AgentBudget(row.agent, row.episodes, row.model_calls, row.tokens, cost, row.note)
 
 
 def add_parser(sub: Any) -> Any:
@@ -68,6 +105,10 @@ def add_parser(sub: Any) -> Any:
     plan.add_argument("--completion-share", type=float, default=COMPLETION_SHARE,
                       help=f"share of tokens that are completion tokens (default "
                       f"{COMPLETION_SHARE})")
+    plan.add_argument("--cassette", metavar="PATH", default=None,
+                      help="estimate from your own run instead of the paper: its records file "
+                      "(--limbo-records; calls and tokens per episode and fault mode) or its "
+                      "cassette directory (--limbo-cassette; tokens per call)")
     return plan
 
 
@@ -78,14 +119,22 @@ def run_command(args: argparse.Namespace, registry: Any) -> int:
 
     if not 0.0 <= args.completion_share <= 1.0:
         raise UsageError(f"--completion-share {args.completion_share}: give a share in [0, 1]")
+    if args.cassette is not None and args.tokens_per_episode is not None:
+        raise UsageError("--cassette and --tokens-per-episode both set the tokens per episode: "
+                         "give one")
+    usage = load_usage(args.cassette) if args.cassette is not None else None
     experiment = load_experiment(find_experiment(args.experiment, registry), registry)
     overrides = {"agent": args.agent} if args.agent else {}
     episodes = experiment.episodes(registry, overrides, RunConfig())
-    counts: dict[str, int] = {}
+    modes: dict[str, list[str]] = {}
     for episode in episodes:
-        counts[episode.config.agent] = counts.get(episode.config.agent, 0) + 1
-    rows = [budget(agent, n, args.tokens_per_episode, args.completion_share)
-            for agent, n in sorted(counts.items())]
+        modes.setdefault(episode.config.agent, []).append(episode.key.fault_mode)
+    if usage is None:
+        rows = [budget(agent, len(m), args.tokens_per_episode, args.completion_share)
+                for agent, m in sorted(modes.items())]
+    else:
+        rows = [measured_budget(agent, m, usage, args.tokens_per_episode, args.completion_share)
+                for agent, m in sorted(modes.items())]
     print(f"Experiment {experiment.name}: {len(episodes)} episode(s).")
     for row in rows:
         calls = "—" if row.model_calls is None else f"{row.model_calls:,.0f}"
@@ -98,6 +147,10 @@ def run_command(args: argparse.Namespace, registry: Any) -> int:
     unknown = sum(1 for r in rows if r.cost_usd is None)
     total = f"${sum(known):,.2f}" + (f" plus {unknown} agent(s) of unknown cost" if unknown
                                       else "")
-    print(f"Total: {total}. Tokens per episode from the paper (§6.5) unless given; "
-          f"completion share {args.completion_share:.2f}.")
+    if usage is None:
+        print(f"Total: {total}. Tokens per episode from the paper (§6.5) unless given; "
+              f"completion share {args.completion_share:.2f}.")
+    else:
+        print(f"Total: {total}. Usage from {usage.path} where it has the agent or its "
+              "harness; prices from litellm's map.")
     return 0

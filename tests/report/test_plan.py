@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.provider import import_litellm
 from limbo_plugin.cli import main
+from limbo_plugin.episode import run_episode
+from limbo_plugin.experiments import load_experiment
+from limbo_plugin.records import EpisodeKey
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.testing.models import PolicyModel
+from limbo_plugin.testing.openai_server import OpenAIServer
+
+SPECS = Path(__file__).resolve().parents[2] / "specs"
 
 
 def test_a_scripted_agent_costs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
@@ -30,3 +43,142 @@ def test_an_unknown_model_has_an_unknown_cost(capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert "unknown (no known price for openai/no-such-model)" in out
     assert "plus 1 agent(s) of unknown cost" in out
+
+
+# -- from the user's own recording (--cassette) --------------------------------------------------
+PILOT_MODES = ("timeout_post", "timeout_late", "redelivery")
+PLANNED = "litellm:openai/gpt-4o"
+
+
+@pytest.fixture(scope="module")
+def pilot(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A real pilot run of the scaffold (litellm against a local scripted model): its records
+    file and its cassette directory."""
+    registry = SpecRegistry.load(SPECS)
+    root = tmp_path_factory.mktemp("pilot")
+    cassette = root / "cassette"
+    keys = [EpisodeKey(template="incident_open", instance=0, focal_write="ticket", fault_mode=m)
+            for m in PILOT_MODES]
+    with OpenAIServer(PolicyModel("verify_first", registry=registry)) as server:
+        options = AgentOptions(model_options=server.model_options(), cassette=str(cassette),
+                               cassette_mode="record", provider_backoff_s=0.01)
+        records = [run_episode(key, RunConfig(agent="litellm:openai/scripted"),
+                               registry=registry, agent_options=options) for key in keys]
+    path = root / "pilot.jsonl"
+    path.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
+    return path, cassette
+
+
+def planned_modes(experiment: str) -> list[str]:
+    registry = SpecRegistry.load(SPECS)
+    spec = load_experiment(SPECS / "experiments" / f"{experiment}.yaml", registry)
+    return [e.key.fault_mode for e in spec.episodes(registry, {"agent": PLANNED}, RunConfig())]
+
+
+def price(model: str) -> tuple[float, float]:
+    info = import_litellm().model_cost[model]
+    return info["input_cost_per_token"], info["output_cost_per_token"]
+
+
+def test_a_records_file_gives_usage_per_episode_and_fault_mode(
+        pilot: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [json.loads(line) for line in pilot[0].read_text().splitlines()]
+    by_mode = {r["fault_mode"]: r["usage"] for r in lines}
+    assert all(u["model_calls"] > 0 for u in by_mode.values())
+    overall = {k: sum(u[k] for u in by_mode.values()) / len(by_mode)
+               for k in ("model_calls", "prompt_tokens", "completion_tokens")}
+    modes = planned_modes("smoke")
+    per = [by_mode.get(m, overall) for m in modes]  # unmeasured modes: the agent's mean
+    prompt = sum(u["prompt_tokens"] for u in per)
+    completion = sum(u["completion_tokens"] for u in per)
+    calls = sum(u["model_calls"] for u in per)
+    cost = prompt * price("gpt-4o")[0] + completion * price("gpt-4o")[1]
+
+    assert main(["plan", "--experiment", "smoke", "--agent", PLANNED,
+                 "--cassette", str(pilot[0])]) == 0
+    out = capsys.readouterr().out
+    assert (f"{PLANNED}: {len(modes)} episodes, ~{calls:,.0f} model calls, "
+            f"~{prompt + completion:,.0f} tokens, ${cost:,.2f}") in out
+    assert (f"measured: 3 episode(s) of litellm:openai/scripted in {pilot[0]}, "
+            f"3 of {len(set(modes))} fault mode(s) covered") in out
+    # not the paper's 12k tokens per episode
+    assert f"~{len(modes) * 12_000:,} tokens" not in out
+
+
+def test_a_cassette_directory_gives_tokens_per_call(
+        pilot: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    entries = [json.loads(p.read_text()) for p in pilot[1].glob("*/*.json")]
+    assert entries
+    prompt = sum(e["response"]["prompt_tokens"] for e in entries) / len(entries)
+    completion = sum(e["response"]["completion_tokens"] for e in entries) / len(entries)
+    calls = 9.7 * len(planned_modes("smoke"))
+    cost = calls * (prompt * price("gpt-4o")[0] + completion * price("gpt-4o")[1])
+
+    assert main(["plan", "--experiment", "smoke", "--agent", PLANNED,
+                 "--cassette", str(pilot[1])]) == 0
+    out = capsys.readouterr().out
+    assert f"~{calls:,.0f} model calls, ~{calls * (prompt + completion):,.0f} tokens, " \
+           f"${cost:,.2f}" in out
+    assert f"tokens per call measured: {len(entries)} call(s)" in out
+
+
+def test_an_agent_the_recording_lacks_keeps_the_papers_figures(
+        pilot: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--experiment", "e1", "--agent", "harness:codex:gpt-5.6-sol",
+                 "--cassette", str(pilot[0])]) == 0
+    out = capsys.readouterr().out
+    assert f"~{854 * 153_000:,} tokens" in out
+    assert f"not in {pilot[0]}: the paper's figures" in out
+
+
+BAD_CASSETTES = {
+    "missing": (None, "no such file or directory; give a records file (--limbo-records) or a "
+                      "cassette directory"),
+    "not JSONL": ("summary: not records\n", ":1: not an episode record (not a JSON object)"),
+    "empty directory": ({}, "a directory without cassette entries"),
+    "corrupt entry": ({"ab/abcd.json": "{not json"}, "abcd.json: not a cassette entry ("),
+    "entry without tokens": ({"ab/abcd.json": '{"request": {"model": "m"}, "response": {}}'},
+                             "abcd.json: not a cassette entry (missing 'prompt_tokens')"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASSETTES))
+def test_a_bad_cassette_is_one_line_naming_it(case: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    content, message = BAD_CASSETTES[case]
+    path = tmp_path / "given"
+    if isinstance(content, str):
+        path.write_text(content)
+    elif isinstance(content, dict):
+        path.mkdir()
+        for name, text in content.items():
+            (path / name).parent.mkdir(parents=True, exist_ok=True)
+            (path / name).write_text(text)
+    assert main(["plan", "--experiment", "e1", "--cassette", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"limbo: --cassette {path}")
+    assert message in err
+
+
+def test_records_of_scripted_agents_have_no_usage_to_measure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    registry = SpecRegistry.load(SPECS)
+    key = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
+                     fault_mode="timeout_post")
+    record = run_episode(key, RunConfig(agent="scripted:blind_retry"), registry=registry)
+    path = tmp_path / "scripted.jsonl"
+    path.write_text(record.model_dump_json() + "\n")
+    assert main(["plan", "--experiment", "e1", "--cassette", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"limbo: --cassette {path}: no finished episode with model usage (it holds "
+                   "1 record(s) of scripted:blind_retry); scripted and MCP agents make no model "
+                   "call: record a pilot run of a litellm: or harness: agent with "
+                   "--limbo-records\n")
+
+
+def test_a_cassette_and_a_token_figure_conflict(pilot: tuple[Path, Path],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--experiment", "e1", "--cassette", str(pilot[0]),
+                 "--tokens-per-episode", "5000"]) == 2
+    assert "--cassette and --tokens-per-episode" in capsys.readouterr().err
