@@ -130,7 +130,7 @@ def load_usage(path_text: str) -> RecordedUsage | CassetteUsage:
 
 
 def _load_records(path: Path, shown: str) -> RecordedUsage:
-    from limbo_plugin.report.records import RecordFileError, read_records
+    from limbo_plugin.report.record_files import RecordFileError, read_records
 
     try:
         records = read_records(path)
