@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 import shutil
 from pathlib import Path
-from typing import Any
 
+from limbo_plugin.cli.common import Subcommands
 from limbo_plugin.errors import UsageError
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     """Add ``init`` to ``limbo``'s subparsers."""
     parser = sub.add_parser("init", help="copy the default specs into a project (DIR/specs) "
                             "to edit them; pytest run in DIR then uses that copy")

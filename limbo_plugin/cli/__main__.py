@@ -1,0 +1,5 @@
+"""``python -m limbo_plugin.cli``: the ``limbo`` command without the installed script."""
+
+from limbo_plugin.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""``limbo compare``, ``plan``, ``report``, ``view``, ``merge``, ``schema`` and ``allure``: the
+offline reports on record files (and Allure results); the work is in :mod:`limbo_plugin.report`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from limbo_plugin.cli.common import Subcommands, registry_of
+from limbo_plugin.records import DEFAULT_RECORDS
+
+
+def register(sub: Subcommands) -> None:
+    from limbo_plugin.report import compare, plan, view
+
+    compare.add_parser(sub).set_defaults(
+        handler=lambda args: compare.run_command(args, registry_of(args).family_order))
+    plan.add_parser(sub).set_defaults(handler=lambda args: plan.run_command(args,
+                                                                             registry_of(args)))
+
+    report = sub.add_parser("report", help="the paper's tables, figures and an HTML report "
+                            "with an episode explorer, from one or more record files")
+    report.add_argument("records", nargs="*", default=[DEFAULT_RECORDS],
+                        help=f"JSONL record files (default {DEFAULT_RECORDS}); repeat "
+                        "runs are declared by --limbo-repeat, never inferred from two files")
+    report.add_argument("--out", default="reports/report", help="output directory "
+                        "(default reports/report)")
+    report.set_defaults(handler=cmd_report)
+
+    view.add_parser(sub, DEFAULT_RECORDS, "reports/report").set_defaults(
+        handler=lambda args: view.run_view(args, lambda records, out: build_report(
+            args, records, out)))
+
+    merge = sub.add_parser("merge", help="merge the record files of a sharded run "
+                           "(--limbo-shard) into one; idempotent")
+    merge.add_argument("out", help="the merged JSONL file (may be one of the inputs)")
+    merge.add_argument("inputs", nargs="+", metavar="IN", help="shard record files")
+    merge.set_defaults(handler=cmd_merge)
+
+    schema = sub.add_parser("schema", help="the JSON Schema of an episode record (one line of a "
+                                           "records file), as docs/episode-record.schema.json")
+    schema.add_argument("--fields", action="store_true",
+                        help="the field tables of docs/records.md (Markdown) instead")
+    schema.set_defaults(handler=cmd_schema)
+
+    allure = sub.add_parser("allure", help="render Allure results as an HTML report "
+                            "(npx --yes allure generate)")
+    allure.add_argument("results", nargs="?", default="reports/allure-results",
+                        help="the --alluredir of the run (default reports/allure-results)")
+    allure.add_argument("--out", default="reports/allure-report",
+                        help="output directory (default reports/allure-report)")
+    allure.add_argument("--no-serve", action="store_true",
+                        help="only render; print the command that serves it (a file:// URL "
+                        "does not load)")
+    view.add_arguments(allure)
+    allure.set_defaults(handler=cmd_allure)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    print("\n".join(build_report(args, args.records, args.out)))
+    return 0
+
+
+def build_report(args: argparse.Namespace, records: Sequence[str], out: str) -> list[str]:
+    from limbo_plugin.extras import require
+    from limbo_plugin.report.build import make_report
+
+    require("report", "limbo report")
+    return make_report(records, registry_of(args), out).lines()
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.merge import merge_records
+
+    print("\n".join(merge_records(args.out, args.inputs).lines()))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.record_schema import field_tables, schema_text
+
+    sys.stdout.write(field_tables() if args.fields else schema_text())
+    return 0
+
+
+def cmd_allure(args: argparse.Namespace) -> int:
+    from limbo_plugin.report.allure import generate
+    from limbo_plugin.report.view import serve
+
+    index = generate(args.results, args.out)
+    if args.no_serve:
+        print(f"Allure report: {index}\nOpen it with: npx --yes allure open {args.out} "
+              "(opened as a file:// URL it does not load)")
+        return 0
+    return serve(Path(args.out), port=args.port, open_browser=not args.no_browser)
