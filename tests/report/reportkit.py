@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,44 @@ def trace(*calls: tuple[str, float, float, bool, str]) -> list[TraceEntry]:
                        arguments={}, response={"error": {"type": "timeout"}} if err else {},
                        is_error=err)
             for i, (tool, a, b, err, origin) in enumerate(calls)]
+
+
+def clusters(records: Sequence[EpisodeRecord], test: Callable[[EpisodeRecord], bool]
+             ) -> dict[str, list[bool]]:
+    out: dict[str, list[bool]] = defaultdict(list)
+    for r in records:
+        out[r.template].append(test(r))
+    return dict(out)
+
+
+def within_cell_rho(scope: Sequence[EpisodeRecord], test: Callable[[EpisodeRecord], bool]
+                    ) -> float:
+    """ρ by template within cells (configuration × family), from two least-squares fits:
+    SSW is the residual of y ~ cell:template, SSB what cell:template explains beyond y ~ cell
+    (the ANOVA of SPEC §7 computed without Limbo's code)."""
+    import numpy as np
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    data = pd.DataFrame({"y": [float(test(r)) for r in scope],
+                         "cell": [f"{r.experiment}/{r.fingerprint()}/{r.family}" for r in scope],
+                         "group": [f"{r.experiment}/{r.fingerprint()}/{r.family}/{r.template}"
+                                   for r in scope]})
+    if data["group"].nunique() == data["cell"].nunique() or data["y"].nunique() < 2:
+        return 0.0
+    within = smf.ols("y ~ C(group)", data).fit()
+    by_cell = smf.ols("y ~ C(cell)", data).fit()
+    ssw, df_w = within.ssr, len(scope) - data["group"].nunique()
+    ssb, df_b = by_cell.ssr - within.ssr, data["group"].nunique() - data["cell"].nunique()
+    sizes: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for c, g in zip(data["cell"], data["group"], strict=True):
+        sizes[c][g] += 1
+    n0 = sum(sum(t.values()) - sum(v * v for v in t.values()) / sum(t.values())
+             for t in sizes.values()) / df_b
+    msb, msw = ssb / df_b, ssw / df_w
+    if msb + (n0 - 1) * msw <= 1e-12:  # no variation left within the cells: ρ is not identified
+        return 0.0
+    return float(np.clip((msb - msw) / (msb + (n0 - 1) * msw), 0.0, 1.0))
 
 
 def write(path: Path, records: Iterable[EpisodeRecord]) -> Path:

@@ -26,6 +26,7 @@ from limbo_plugin.report.tables.harnesses import table8, table9
 from limbo_plugin.report.tables.mcnemar import table_appendix_b
 from limbo_plugin.report.tables.overclaim import table_overclaim
 from limbo_plugin.report.tables.passk import table_pass_k
+from limbo_plugin.report.tables.readpath import table_h3
 from limbo_plugin.report.tables.regression import table_h1
 from limbo_plugin.report.tables.reissues import table_key_reuse, table_reissue_timing
 from limbo_plugin.report.tables.shapley import table4
@@ -40,7 +41,8 @@ def _rows_only(fn: Callable[[Sequence[EpisodeRow]], Result]) -> Generator:
 
 
 TABLES: tuple[Generator, ...] = (
-    _rows_only(table3), _rows_only(table4), _rows_only(table_h1), _rows_only(table5),
+    _rows_only(table3), _rows_only(table4), _rows_only(table_h1), _rows_only(table_h3),
+    _rows_only(table5),
     _rows_only(table_contract_classes),
     _rows_only(table6), _rows_only(table7), _rows_only(table_appendix_b),
     _rows_only(table8), _rows_only(table9),
