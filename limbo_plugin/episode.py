@@ -26,6 +26,7 @@ from limbo_plugin.faults import FaultPlan, FaultTransport, expected_failure
 from limbo_plugin.grading import code_behaviour, explicit_refusal, grade
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.scrubbing import scrub
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.tasks import TaskInstance
 from limbo_plugin.world.seeds import world_seed
@@ -104,7 +105,7 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
             harness_seconds=_harness_seconds(caller),
             sim_seconds=sim_seconds, escalations=world.escalations,
             expected_failure=expected_failure(mode, focal_def),
-            error=printable(error),
+            error=None if error is None else scrub(printable(error) or ""),
             usage=session.usage.finite() if session.usage.model_calls else None,
             harness=session.harness,
             trace=entries, ledger=list(world.ledger.effects),
@@ -149,7 +150,7 @@ MAX_ERROR_CHARS = 2000
 def agent_error(exc: BaseException) -> str:
     """An exception the agent's code raised, as the record's error: the episode is excluded
     from the rates, like an infrastructure error, and re-run on resume."""
-    text = " ".join(str(exc).split())
+    text = scrub(" ".join(str(exc).split()))  # before the cut, which could halve a key
     if len(text) > MAX_ERROR_CHARS:
         text = text[:MAX_ERROR_CHARS] + "…"
     return f"agent error: {type(exc).__name__}" + (f": {text}" if text else "")

@@ -8,11 +8,13 @@ the one the transport filled in, so no second copy of either shape exists to dri
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from limbo_plugin.scrubbing import current as current_scrubber
 from limbo_plugin.world.ledger import Effect
 
 RECORD_SCHEMA_VERSION = 2
@@ -383,14 +385,20 @@ def record_line(record: EpisodeRecord) -> tuple[EpisodeRecord, str]:
 
     Nearly every record serialises directly (and is returned as it is). One holding text UTF-8
     cannot encode (a lone surrogate in an agent's summary or a harness's output) comes back
-    with such characters escaped, rather than lost with its episode.
+    with such characters escaped, rather than lost with its episode. Any secret the process
+    knows (:mod:`limbo_plugin.scrubbing`) is replaced in both.
     """
     try:
-        return record, record.model_dump_json()
+        line = record.model_dump_json()
     except ValueError:  # pydantic's serialisation error
         data = _printable_tree(record.model_dump(mode="json", fallback=repr))
-        cleaned = EpisodeRecord.model_validate(data)
-        return cleaned, cleaned.model_dump_json()
+        record = EpisodeRecord.model_validate(data)
+        line = record.model_dump_json()
+    scrubber = current_scrubber()
+    if scrubber.found_in(line):  # a key a gateway echoed, a CLI printed: never written
+        record = EpisodeRecord.model_validate(scrubber.tree(json.loads(line)))
+        line = record.model_dump_json()
+    return record, line
 
 
 def _printable_tree(value: Any) -> Any:

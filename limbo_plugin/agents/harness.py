@@ -61,6 +61,7 @@ from limbo_plugin.agents.prompts import HARNESS_PREAMBLE, harness_prompt
 from limbo_plugin.errors import UsageError
 from limbo_plugin.processes import kill_group, stop
 from limbo_plugin.records import HarnessRun
+from limbo_plugin.scrubbing import Scrubber, current, learn, scrub
 from limbo_plugin.server.launch import mcp_http_server, mcp_launch
 from limbo_plugin.server.sandbox_http import EpisodeLease, SandboxServer, shared_sandbox
 from limbo_plugin.server.wire import SERVER_NAME
@@ -106,6 +107,7 @@ class HarnessAgent:
                              "OpenAI-compatible gateway; pass --model-option api_base=URL")
         self.api_base = str(api_base).rstrip("/")
         self.api_key = _api_key(model_options)
+        learn(_given_secrets(spec, self.api_key))  # kept out of transcripts and records
         self.timeout_s = float(model_options.get("timeout_s") or spec.timeout_s)
         self.reports_dir = Path(options.reports_dir or "reports")
         self.executable = resolve_executable(spec)
@@ -134,7 +136,7 @@ class HarnessAgent:
                 execution = _execute(argv, workdir, harness_environment(self.spec, values), root,
                                      self.timeout_s, self.spec.grace_s, session, watch)
             _add_usage(session, self.spec, root, home)
-            transcript = self._keep_transcript(session, root, home, secrets=(lease.token,))
+            transcript = self._keep_transcript(session, root, home, token=lease.token)
             session.harness = HarnessRun(
                 name=self.spec.name,
                 version=self.version,
@@ -148,7 +150,7 @@ class HarnessAgent:
             if problem is not None and problem.startswith(GATEWAY_FAILED):
                 problem = problem.replace(GATEWAY_FAILED,
                                           f"the model gateway {self.api_base} failed", 1)
-            stderr_tail = _tail(root / "stderr").replace(lease.token, SCRUBBED.decode())
+            stderr_tail = _tail(root / "stderr", lease.token)
         if lease.failure is not None:
             raise lease.failure
         if problem is not None:
@@ -180,9 +182,9 @@ class HarnessAgent:
         }
 
     def _keep_transcript(self, session: AgentSession, root: Path, home: Path, *,
-                         secrets: tuple[str, ...] = ()) -> str | None:
-        """Copy the transcript sources under ``<reports>/transcripts/``, with ``secrets`` (the
-        episode's token) scrubbed from every kept file; return the directory."""
+                         token: str = "") -> str | None:
+        """Copy the transcript sources under ``<reports>/transcripts/``, with the episode's
+        ``token`` and every known secret scrubbed from every kept file; return the directory."""
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.name)
         episode = session.episode_id or "episode"
         target = self.reports_dir / "transcripts" / episode / f"{slug}-{uuid.uuid4().hex[:8]}"
@@ -200,8 +202,9 @@ class HarnessAgent:
                     shutil.copyfile(path, target / name)
                 kept += 1
         if kept:
+            scrubber = _scrubber(token)
             for path in target.iterdir():
-                _scrub(path, secrets)
+                scrubber.file(path)
         return str(target) if kept else None
 
 
@@ -297,7 +300,7 @@ def _model_error(spec: HarnessSpec, session: AgentSession, root: Path, home: Pat
             seen += [json.dumps(event) for event in _json_lines(path)
                      if all(_dig(event, k) == v for k, v in error.where.items())]
         if len(seen) >= error.times:
-            return f"{GATEWAY_FAILED}: {seen[-1][:300]}"
+            return f"{GATEWAY_FAILED}: {scrub(seen[-1])[:300]}"
     return None
 
 
@@ -393,25 +396,25 @@ def _export_sqlite(path: Path, query: str, target: Path) -> None:
                                      ensure_ascii=False) + "\n")
 
 
-SCRUBBED = b"[episode token]"
+def _scrubber(token: str) -> Scrubber:
+    """Every secret this process knows, and the episode's token (in all their forms)."""
+    return current().adding({token: "episode token"}) if token else current()
 
 
-def _scrub(path: Path, secrets: tuple[str, ...]) -> None:
-    """Replace every secret in ``path`` (bytes, so any file type) with a marker."""
-    data = path.read_bytes()
-    cleaned = data
-    for secret in secrets:
-        if secret:
-            cleaned = cleaned.replace(secret.encode(), SCRUBBED)
-    if cleaned != data:
-        path.write_bytes(cleaned)
+def _given_secrets(spec: HarnessSpec, api_key: str) -> dict[str, str]:
+    """The harness's gateway key and the values of the variables its adapter passes on."""
+    given = {os.environ[name]: name for name in spec.passenv if os.environ.get(name)}
+    if api_key != LOCAL_API_KEY:
+        given[api_key] = f"{spec.name} api_key"
+    return given
 
 
-def _tail(path: Path, limit: int = 400) -> str:
+def _tail(path: Path, token: str = "", limit: int = 400) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
+    text = _scrubber(token).text(text)  # before the cut, which could halve a key
     text = " / ".join(line.strip() for line in text.strip().splitlines()[-4:] if line.strip())
     return text if len(text) <= limit else "…" + text[-limit:]
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from limbo_plugin.agents.base import InfrastructureError
+from limbo_plugin.scrubbing import scrub
 
 DEFAULT_RETRIES = 8
 DEFAULT_BACKOFF_S = 1.0
@@ -373,7 +374,7 @@ def backoff_delay(attempt: int, base_s: float, retry_after: float | None) -> flo
 def describe(exc: BaseException) -> str:
     """A one-line description of a provider error for the episode record."""
     status = getattr(exc, "status_code", None)
-    message = str(getattr(exc, "message", None) or exc).strip().splitlines()
+    message = scrub(str(getattr(exc, "message", None) or exc)).strip().splitlines()
     text = message[0] if message else ""
     if len(text) > 500:
         text = text[:500] + "…"

@@ -28,6 +28,7 @@ from limbo_plugin.agents.scripted import POLICIES
 from limbo_plugin.errors import UsageError
 from limbo_plugin.extensions import declared, unique
 from limbo_plugin.extras import require
+from limbo_plugin.scrubbing import learn_options
 
 
 @dataclass(frozen=True)
@@ -235,5 +236,6 @@ def make_agent(spec: str, options: AgentOptions | None = None) -> Agent:
     :class:`UsageError` saying how to fix it if this machine cannot run it."""
     kind, rest = agent_kind(spec)
     options = options or AgentOptions()
+    learn_options(options.model_options)  # its credentials never reach an output
     kind.ready(rest, AgentPlan.of(spec, model_options=options.model_options))
     return kind.build(rest, options)

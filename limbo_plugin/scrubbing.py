@@ -1,0 +1,207 @@
+"""Keep the secrets Limbo was given out of every text it writes.
+
+A gateway that echoes the ``Authorization`` header in a 401 body, a harness CLI that prints its
+key, a library that logs its request: each would carry a credential into an episode record, a
+kept transcript, the terminal or an Allure attachment. Limbo cannot know every secret, but it
+knows the ones it was given — the environment variables that hold credentials (the names litellm
+and the providers use: ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, …), the
+credential options (``--model-option api_key=…``, ``azure_ad_token``, an ``Authorization``
+entry of ``extra_headers``) and the variables a harness adapter passes through — and replaces
+each of them wherever it writes text, in each form it travels in: as is, JSON-escaped (once or
+twice: a JSON body quoted in a JSON error), URL-encoded, and base64-encoded at any alignment (so
+also inside ``Basic base64(user:key)``).
+
+Values shorter than :data:`MIN_SECRET_CHARS` are left alone: ``api_key=local`` is a
+placeholder, and blanking every ``local`` would garble ordinary text.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+MIN_SECRET_CHARS = 8
+"""Shorter values are placeholders (``api_key=local``), not secrets worth garbling text for."""
+
+CREDENTIAL_WORD = re.compile(
+    r"(?:^|_)[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PAT|CREDENTIALS?|COOKIE)"
+    r"(?:_|$)|^AUTHORIZATION$")
+"""A name (upper-cased, ``-`` read as ``_``) whose value is a credential: ``OPENAI_API_KEY``,
+``WATSONX_APIKEY``, ``AWS_SESSION_TOKEN``, ``AZURE_CLIENT_SECRET``, ``CLARIFAI_PAT``; as an
+option or header name, ``api_key``, ``azure_ad_token``, ``x-api-key``, ``Authorization``."""
+
+
+def is_credential_name(name: str) -> bool:
+    return bool(CREDENTIAL_WORD.search(name.upper().replace("-", "_")))
+
+
+def forms(secret: str) -> list[str]:
+    """Every form of ``secret`` to replace: as is, JSON- or Python-escaped (once and twice),
+    URL-encoded, and the part of its base64 encoding that does not depend on its neighbours, at
+    each of the three alignments a preceding text can give it."""
+    found = {secret, json.dumps(secret, ensure_ascii=False)[1:-1]}
+    for once in (_json(secret), _repr(secret)):  # a body quoted in an error, quoted again
+        found |= {once, _json(once), _repr(once)}
+    found.add(urllib.parse.quote(secret, safe=""))
+    found.add(urllib.parse.quote_plus(secret, safe=""))
+    raw = secret.encode("utf-8", "surrogatepass")
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + raw).decode("ascii")
+        start = -(-offset * 8 // 6)  # the first character made of the secret's bits only
+        end = (offset + len(raw)) * 8 // 6  # the last whole one: padding comes after
+        core = encoded[start:end]
+        if len(core) >= MIN_SECRET_CHARS:
+            found.add(core)
+            found.add(core.replace("+", "-").replace("/", "_"))  # the URL-safe alphabet
+    return sorted((form for form in found if len(form) >= MIN_SECRET_CHARS), key=len,
+                  reverse=True)
+
+
+def _json(text: str) -> str:
+    return json.dumps(text)[1:-1]
+
+
+def _repr(text: str) -> str:
+    """As Python shows it inside a quoted string (``str(dict)`` of a parsed error body)."""
+    return repr(text)[1:-1]
+
+
+class Scrubber:
+    """Replaces each secret, in each of its :func:`forms`, with ``[LABEL]``: ``[secret
+    OPENAI_API_KEY]`` says where the value came from, not what it was."""
+
+    def __init__(self, secrets: Mapping[str, str]) -> None:
+        """``secrets`` maps each value to its label."""
+        self.secrets = dict(secrets)
+        self.markers: dict[str, str] = {}
+        for value, label in sorted(secrets.items()):
+            for form in forms(value):
+                self.markers.setdefault(form, f"[{label}]")
+        ordered = sorted(self.markers, key=len, reverse=True)  # the longest form wins
+        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._bytes_pattern = (re.compile(b"|".join(re.escape(f.encode("utf-8", "surrogatepass"))
+                                                    for f in ordered)) if ordered else None)
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def found_in(self, text: str) -> bool:
+        return any(form in text for form in self.markers)  # plain searches beat one regex
+
+    def text(self, text: str) -> str:
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(lambda match: self.markers[match.group()], text)
+
+    def data(self, data: bytes) -> bytes:
+        if self._bytes_pattern is None:
+            return data
+        return self._bytes_pattern.sub(
+            lambda match: self.markers[match.group().decode("utf-8", "surrogatepass")].encode(),
+            data)
+
+    def tree(self, value: Any) -> Any:
+        """``value`` (JSON-like: dicts, lists, strings) with every string scrubbed."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.tree(key): self.tree(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.tree(item) for item in value]
+        return value
+
+    def adding(self, secrets: Mapping[str, str]) -> Scrubber:
+        """This scrubber with more secrets (value → label), e.g. an episode's own token."""
+        return Scrubber({**self.secrets, **secrets})
+
+    def file(self, path: Path) -> None:
+        """Scrub the file at ``path`` in place (as bytes, so any file type)."""
+        data = path.read_bytes()
+        cleaned = self.data(data)
+        if cleaned != data:
+            path.write_bytes(cleaned)
+
+
+# -- what this process knows -------------------------------------------------------------------
+_LOCK = threading.Lock()
+_learned: dict[str, str] = {}
+_names: dict[str, bool] = {}
+_current: tuple[tuple[Any, ...], int, Scrubber] | None = None
+
+
+def credentials_in(options: Mapping[str, Any], source: str = "") -> dict[str, str]:
+    """The credential values among ``options`` (model options, headers, a nested credentials
+    mapping): value → where it came from."""
+    found: dict[str, str] = {}
+    for name, value in options.items():
+        label = f"{source}{name}"
+        if isinstance(value, Mapping):
+            found.update(credentials_in(value, f"{label}."))
+        elif isinstance(value, str) and is_credential_name(str(name)):
+            found[value] = label
+            scheme, _, rest = value.partition(" ")  # "Bearer sk-…": the key on its own too
+            if rest and scheme.isalpha():
+                found[rest.strip()] = label
+    return found
+
+
+def learn(values: Mapping[str, str]) -> None:
+    """Add secrets (value → source name) this process was given: a harness's key, the values
+    of its ``passenv`` variables."""
+    fresh = {v: f"secret {s}" for v, s in values.items()
+             if len(v) >= MIN_SECRET_CHARS and v not in _learned}
+    if fresh:
+        with _LOCK:
+            _learned.update(fresh)
+
+
+def learn_options(options: Mapping[str, Any]) -> None:
+    """Add the credential values among model options (``api_key``, ``extra_headers``, …)."""
+    learn(credentials_in(options))
+
+
+def _environment() -> list[tuple[str, str]]:
+    secrets = []
+    for name, value in os.environ.items():
+        known = _names.get(name)
+        if known is None:
+            known = _names[name] = is_credential_name(name) and not name.startswith("LIMBO_")
+        if known and len(value) >= MIN_SECRET_CHARS and not _is_path(value):
+            secrets.append((value, f"secret {name}"))
+    return secrets
+
+
+def _is_path(value: str) -> bool:
+    """``GOOGLE_APPLICATION_CREDENTIALS=/path/to/key.json`` names a file; the path is no secret."""
+    return value.startswith(("/", "~", "./")) and "\n" not in value and os.path.exists(
+        os.path.expanduser(value))
+
+
+def current() -> Scrubber:
+    """The scrubber for every secret this process knows now: rebuilt when the environment or
+    the learned secrets change, else the one built before (a record costs one search)."""
+    global _current
+    # The environment as the os module holds it (undecoded on POSIX): comparing it with the
+    # last one is cheap, unlike reading every variable again.
+    environment = tuple(getattr(os.environ, "_data", os.environ).items())
+    cached = _current
+    if cached is not None and cached[0] == environment and cached[1] == len(_learned):
+        return cached[2]
+    known = dict(_environment())
+    for value, label in list(_learned.items()):
+        known.setdefault(value, label)
+    scrubber = Scrubber(known)
+    _current = (environment, len(_learned), scrubber)
+    return scrubber
+
+
+def scrub(text: str) -> str:
+    """``text`` without any secret this process knows."""
+    return current().text(text)

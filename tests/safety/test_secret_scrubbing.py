@@ -1,0 +1,216 @@
+"""A key that a gateway echoes, a CLI prints or an agent raises never reaches what Limbo writes.
+
+The key is a fake one, in the environment (or passed to a harness), and it comes back in every
+form it travels in — as is, JSON-escaped, as Python shows a parsed body, URL-encoded and
+base64-encoded (``Basic base64(user:key)``) — in a provider error, an agent's exception, a
+harness's stderr and its kept transcript. Each test first makes sure the key did reach the
+text that is scrubbed (the control), then that no form of it is in the record, the records
+file, the terminal, the transcripts or the Allure results.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from limbo_plugin import scrubbing
+from limbo_plugin.agents.harness import _tail
+from limbo_plugin.agents.options import AgentOptions
+from limbo_plugin.agents.provider import describe
+from limbo_plugin.episode import MAX_ERROR_CHARS, agent_error, run_episode
+from limbo_plugin.records import EpisodeKey, EpisodeRecord, record_line
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
+
+KEY = 'sk-limbo-fake/+key"quote\\bs-7f3a9c0d'
+"""A fake key with the characters that make its forms differ: ``/``, ``+`` (URL and base64),
+``"`` and ``\\`` (JSON and Python escaping)."""
+OTHER = "gw-limbo-fake-passenv-51d2e8a4"
+EPISODE = EpisodeKey(template="incident_open", instance=0, focal_write="ticket",
+                     fault_mode="timeout_post")
+
+
+def encodings(secret: str) -> dict[str, str]:
+    """The forms a leak takes; the base64 one as part of ``Basic base64(user:key)``."""
+    basic = base64.b64encode(f"user:{secret}".encode()).decode()
+    return {"plain": secret, "json": json.dumps(secret)[1:-1],
+            "json twice": json.dumps(json.dumps(secret))[1:-1],
+            "python": repr(secret)[1:-1], "url": urllib.parse.quote(secret, safe=""),
+            "base64": base64.b64encode(secret.encode()).decode().rstrip("="),
+            "basic": basic[8:-4]}  # the part made of the key's bits only
+
+
+def leaks(text: str, *secrets: str) -> list[str]:
+    return [f"{secret[:12]}… {name}" for secret in secrets
+            for name, form in encodings(secret).items() if form in text]
+
+
+def all_forms(secret: str) -> str:
+    forms = encodings(secret)
+    forms["basic"] = base64.b64encode(f"user:{secret}".encode()).decode()
+    return " | ".join(forms.values())
+
+
+@pytest.fixture
+def fake_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    return KEY
+
+
+# -- the scrubber ------------------------------------------------------------------------------
+@pytest.mark.parametrize("form", list(encodings(KEY)))
+def test_each_form_of_a_known_key_is_replaced(fake_key: str, form: str) -> None:
+    text = f"before {all_forms(KEY)} after"
+    assert encodings(KEY)[form] in text  # the control
+    cleaned = scrubbing.scrub(text)
+    assert leaks(cleaned, KEY) == []
+    assert cleaned.startswith("before ") and cleaned.endswith(" after")
+    assert "[secret OPENAI_API_KEY]" in cleaned
+
+
+def test_base64_of_a_key_is_found_at_every_alignment(fake_key: str) -> None:
+    for prefix in ("", "u", "us", "use", "user:"):
+        blob = base64.b64encode(f"{prefix}{KEY}trailing".encode()).decode()
+        assert "[secret OPENAI_API_KEY]" in scrubbing.scrub(blob), prefix
+
+
+def test_short_values_and_other_variables_are_left_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHORT_API_KEY", "local")  # a placeholder, not a secret
+    monkeypatch.setenv("LIMBO_SCRUB_TEST_DIR", "ordinary-text-here")  # not a credential name
+    text = "a local run of ordinary-text-here"
+    assert scrubbing.scrub(text) == text
+
+
+def test_credentials_come_from_credential_names_and_options() -> None:
+    assert [name for name in ("OPENAI_API_KEY", "WATSONX_APIKEY", "AWS_SESSION_TOKEN",
+                              "AZURE_CLIENT_SECRET", "CLARIFAI_PAT", "HF_TOKEN", "HOME",
+                              "PATH", "api_base", "timeout", "KEYBOARD_LAYOUT")
+            if scrubbing.is_credential_name(name)] == [
+        "OPENAI_API_KEY", "WATSONX_APIKEY", "AWS_SESSION_TOKEN", "AZURE_CLIENT_SECRET",
+        "CLARIFAI_PAT", "HF_TOKEN"]
+    options = {"api_base": "http://127.0.0.1:9/v1", "api_key": "sk-option-key-123",
+               "azure_ad_token": "ad-token-value-456", "temperature": 0,
+               "extra_headers": {"Authorization": "Bearer header-key-789", "X-Trace": "t-1"}}
+    assert scrubbing.credentials_in(options) == {
+        "sk-option-key-123": "api_key", "ad-token-value-456": "azure_ad_token",
+        "Bearer header-key-789": "extra_headers.Authorization",
+        "header-key-789": "extra_headers.Authorization"}
+
+
+def test_a_record_holding_a_key_anywhere_is_written_without_it(
+        fake_key: str, registry: SpecRegistry) -> None:
+    record = run_episode(EPISODE, RunConfig(), registry=registry)
+    record = record.model_copy(update={"error": f"gateway said {all_forms(KEY)}",
+                                       "summary": f"done; {KEY}"})
+    raw = record.model_dump_json()
+    assert leaks(raw, KEY), "the control: the key is in the record as built"
+    cleaned, line = record_line(record)
+    assert leaks(line, KEY) == [] and leaks(cleaned.model_dump_json(), KEY) == []
+    assert EpisodeRecord.model_validate_json(line).error == cleaned.error
+    assert cleaned.error is not None and "[secret OPENAI_API_KEY]" in cleaned.error
+
+
+def test_a_cut_message_keeps_no_piece_of_a_key(fake_key: str, tmp_path: Path) -> None:
+    """Texts are cut to a length; a key straddling the cut is replaced before it, or half of
+    it would stay."""
+    error = agent_error(RuntimeError("x" * (MAX_ERROR_CHARS - 10) + KEY))
+    assert KEY[:10] not in error and KEY[-10:] not in error
+    provider = describe(RuntimeError("y" * 495 + KEY))
+    assert KEY[:5] not in provider
+    (tmp_path / "stderr").write_text(f"{KEY} and then some more text " + "z" * 380)
+    tail = _tail(tmp_path / "stderr")
+    assert KEY[-10:] not in tail and tail.startswith("…")
+
+
+# -- where the texts come from -----------------------------------------------------------------
+class EchoGateway(BaseHTTPRequestHandler):
+    """A gateway that refuses the key and echoes it in its 401 body, in several forms."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        auth = self.headers.get("Authorization", "")
+        key = auth.removeprefix("Bearer ")
+        self.server.seen.append(key)  # type: ignore[attr-defined]
+        message = (f"denied {auth}; upstream said {json.dumps({'authorization': auth})}; "
+                   f"basic {base64.b64encode(f'user:{key}'.encode()).decode()}; "
+                   f"url {urllib.parse.quote(key, safe='')}")
+        body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}})
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def echo_gateway() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), EchoGateway)
+    server.seen = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_gateway_echoing_the_key_leaves_it_out_of_the_record(
+        fake_key: str, registry: SpecRegistry, echo_gateway: ThreadingHTTPServer) -> None:
+    url = f"http://127.0.0.1:{echo_gateway.server_port}/v1"
+    record = run_episode(EPISODE, RunConfig(agent="litellm:openai/scripted"), registry=registry,
+                         agent_options=AgentOptions(model_options={"api_base": url},
+                                                    provider_retries=1))
+    assert echo_gateway.seen == [KEY], "the control: the gateway got the key and echoed it"
+    assert record.error is not None and "AuthenticationError" in record.error
+    assert record.error.count("[secret OPENAI_API_KEY]") >= 4, record.error
+    assert leaks(record_line(record)[1], KEY) == []
+
+
+LEAKY_CLI = """\
+import base64, json, os, sys, urllib.parse
+for key in (os.environ["GATEWAY_KEY"], os.environ["MY_GATEWAY"]):
+    print("auth failed for", key, json.dumps({"key": key}), repr(key),
+          urllib.parse.quote(key, safe=""), base64.b64encode(("user:" + key).encode()).decode(),
+          file=sys.stderr)
+sys.exit(1)
+"""
+
+
+def test_a_harness_printing_its_keys_leaves_them_out_of_record_and_transcript(
+        registry: SpecRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The adapter's key (``--model-option api_key``) and a variable it passes through
+    (``passenv``, whatever its name) are printed by the CLI, which then exits 1."""
+    monkeypatch.setenv("MY_GATEWAY", OTHER)
+    cli = tmp_path / "leaky_cli.py"
+    cli.write_text(LEAKY_CLI)
+    adapter = tmp_path / "leaky.yaml"
+    adapter.write_text(yaml.safe_dump({
+        "name": "leaky", "model": "scripted", "passenv": ["MY_GATEWAY"],
+        "env": {"GATEWAY_KEY": "{api_key}"}, "command": [sys.executable, str(cli)],
+        "transcript": [{"source": "stderr"}]}))
+    reports = tmp_path / "reports"
+    options = AgentOptions(model_options={"api_base": "http://127.0.0.1:9/v1", "api_key": KEY},
+                           reports_dir=str(reports))
+    record = run_episode(EPISODE, RunConfig(agent=f"harness:command:{adapter}"),
+                         registry=registry, agent_options=options)
+    assert record.error is not None and "stderr: auth failed for" in record.error
+    assert "[secret " in record.error, record.error
+    assert leaks(record_line(record)[1], KEY, OTHER) == []
+    assert record.harness is not None and record.harness.transcript is not None
+    kept = [path for path in Path(record.harness.transcript).iterdir() if path.is_file()]
+    assert kept, "the stderr is kept as the transcript"
+    text = "".join(path.read_text() for path in kept)
+    assert "auth failed for" in text and text.count("[secret ") >= 10, text
+    assert leaks(text, KEY, OTHER) == []
