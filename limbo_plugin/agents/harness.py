@@ -162,7 +162,7 @@ class HarnessAgent:
     def _mcp_values(self, lease: EpisodeLease) -> Iterator[dict[str, Any]]:
         if self.spec.mcp_transport == "streamable-http":
             with mcp_http_server(lease.url, lease.token) as url:
-                yield {"mcp_url": url}
+                yield {"mcp_url": url, "mcp_token": lease.token}
             return
         launch = mcp_launch(lease.url, lease.token)
         yield {"mcp_command": launch.command, "mcp_args": list(launch.args),

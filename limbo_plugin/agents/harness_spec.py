@@ -42,6 +42,8 @@ PLACEHOLDERS: dict[str, str] = {
     "mcp_args": "its arguments (a list)",
     "mcp_env": "the environment it needs (a mapping; carries the episode's token)",
     "mcp_url": "the MCP server's streamable-HTTP URL (mcp_transport: streamable-http)",
+    "mcp_token": "the episode's token, which every request to {mcp_url} must carry as "
+                 "`Authorization: Bearer {mcp_token}` (in env: or a config file, never argv)",
     "tools": "the harness's names for the episode's tools (a list, from tool_name)",
     "timeout_s": "the wall-clock limit in seconds",
     "model_entry": "the harness's own catalog entry for the model, with the adapter's "
@@ -51,7 +53,9 @@ PLACEHOLDERS: dict[str, str] = {
 STDIO_ONLY = frozenset({"mcp_command", "mcp_args", "mcp_env"})
 MAPPINGS = frozenset({"mcp_env", "model_entry"})
 """Placeholders whose value is a mapping: they belong in files and env, never in argv."""
-HTTP_ONLY = frozenset({"mcp_url"})
+SECRETS = frozenset({"mcp_token"})
+"""Placeholders whose value is the episode's token: ``ps`` shows argv to every local user."""
+HTTP_ONLY = frozenset({"mcp_url", "mcp_token"})
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -238,6 +242,11 @@ def _check_placeholders(doc: LoadedYaml, spec: HarnessSpec) -> None:
                 raise SpecError(doc.file, f"{{{name}}} is a mapping (it carries the episode's "
                                 "token) and cannot be a command-line argument; put it in a "
                                 "config file or pass its variables through env:",
+                                line=doc.line_of(path), path=format_path(path))
+            if name in SECRETS and _in_argv(path):
+                raise SpecError(doc.file, f"{{{name}}} is the episode's token and cannot be a "
+                                "command-line argument (ps shows it to every local user); "
+                                "pass it through env: or a config file",
                                 line=doc.line_of(path), path=format_path(path))
             if name not in allowed:
                 hint = ""

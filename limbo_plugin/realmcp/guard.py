@@ -34,7 +34,6 @@ from typing import Any, cast
 from limbo_plugin.realmcp.audit import command_after_dashes
 from limbo_plugin.realmcp.config import ConfigError, GuardConfig, definitions, load_config
 from limbo_plugin.realmcp.results import to_mcp_result, to_tool_result
-from limbo_plugin.realmcp.serving import add_serving_arguments, serve
 from limbo_plugin.realmcp.upstream import (
     Upstream,
     UpstreamError,
@@ -42,6 +41,12 @@ from limbo_plugin.realmcp.upstream import (
     describe,
     list_tools,
     upstream_from_args,
+)
+from limbo_plugin.server.serving import (
+    add_serving_arguments,
+    check_serving_arguments,
+    command_main,
+    serve,
 )
 from limbo_plugin.toolapi import ToolCall, ToolResult, tool_error
 
@@ -172,7 +177,8 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
         server = Server(getattr(info, "name", None) or "limbo-guard",
                         version=getattr(info, "version", None) or "",
                         on_list_tools=on_list, on_call_tool=on_call)
-        await serve(server, args.transport, args.host, args.port, "limbo guard")
+        await serve(server, args.transport, label="limbo guard", host=args.host,
+                    port=args.port, allow_remote=args.allow_remote)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -200,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         load_config(args.config)
+        check_serving_arguments(args)
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
         anyio.run(run_guard, upstream, args)
@@ -215,9 +222,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="limbo guard", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return command_main("limbo guard", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -42,13 +42,18 @@ from limbo_plugin.realmcp.audit import Auditor, ListedTool, command_after_dashes
 from limbo_plugin.realmcp.config import ConfigError, load_config
 from limbo_plugin.realmcp.results import result_text
 from limbo_plugin.realmcp.rules import RulesError, load_rules
-from limbo_plugin.realmcp.serving import add_serving_arguments, serve
 from limbo_plugin.realmcp.upstream import (
     Upstream,
     UpstreamError,
     connect,
     list_tools,
     upstream_from_args,
+)
+from limbo_plugin.server.serving import (
+    add_serving_arguments,
+    check_serving_arguments,
+    command_main,
+    serve,
 )
 from limbo_plugin.toolapi import canonical_json
 
@@ -233,7 +238,8 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
                 server = Server(getattr(info, "name", None) or "limbo-proxy",
                                 version=getattr(info, "version", None) or "",
                                 on_list_tools=on_list, on_call_tool=on_call)
-                await serve(server, args.transport, args.host, args.port, "limbo proxy")
+                await serve(server, args.transport, label="limbo proxy", host=args.host,
+                            port=args.port, allow_remote=args.allow_remote)
                 # the client is gone: late and redelivered copies still reach the server
         finally:
             log.close()
@@ -295,6 +301,7 @@ def run(args: argparse.Namespace) -> int:
                              "(or: limbo proxy report LOG)")
         load_rules(args.rules)
         load_config(args.config)
+        check_serving_arguments(args)
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)
@@ -314,9 +321,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="limbo proxy", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return command_main("limbo proxy", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ It forwards exactly two requests and nothing else — no resources, prompts or l
 If the sandbox itself cannot be reached or refuses the token, the request fails with an MCP
 error rather than a tool result: that is an infrastructure problem, not something the agent did.
 
+Over streamable HTTP a client must send the episode's token as ``Authorization: Bearer`` (the
+same token the sandbox takes), and the server binds loopback only unless ``--allow-remote``: the
+port is the episode's, and anything that reaches it acts as the agent
+(:mod:`~limbo_plugin.server.serving`).
+
 Usage (the token is better passed in ``LIMBO_SANDBOX_TOKEN``, which ``ps`` does not show)::
 
     limbo mcp --url http://127.0.0.1:PORT [--token TOKEN]
@@ -25,16 +30,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from limbo_plugin.server.client import SandboxClient, SandboxError
+from limbo_plugin.server.serving import (
+    add_serving_arguments,
+    check_serving_arguments,
+    command_main,
+    serve,
+)
 from limbo_plugin.server.wire import SERVER_NAME, TOKEN_ENV, URL_ENV
-
-TRANSPORTS = ("stdio", "streamable-http")
-MCP_PATH = "/mcp"
 
 
 def build_server(client: SandboxClient, name: str = SERVER_NAME) -> Any:
@@ -83,43 +90,24 @@ def _version() -> str:
 
 
 async def serve_stdio(client: SandboxClient) -> None:
-    from mcp.server.stdio import stdio_server
-
-    server = build_server(client)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    await serve(build_server(client), "stdio", label="limbo mcp")
 
 
-async def serve_http(client: SandboxClient, host: str, port: int) -> None:
+async def serve_http(client: SandboxClient, host: str, port: int, token: str,
+                     allow_remote: bool = False) -> None:
     """Serve streamable HTTP on ``host:port`` (0 picks a free port); the URL goes to stderr.
-
-    The socket listens before the URL is announced, so a client that connects the moment it
-    reads the line is queued by the kernel until uvicorn accepts it, never refused.
-    """
-    import uvicorn
-
-    server = build_server(client)
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(socket.SOMAXCONN)
-    bound = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    print(f"limbo mcp: serving streamable HTTP at http://{host}:{bound}{MCP_PATH}",
-          file=sys.stderr, flush=True)
-    await uvicorn.Server(config).serve(sockets=[sock])
+    Every request must carry the episode's token as ``Authorization: Bearer``."""
+    await serve(build_server(client), "streamable-http", label="limbo mcp", host=host,
+                port=port, token=token, allow_remote=allow_remote)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=None,
                         help=f"the sandbox service URL (or ${URL_ENV})")
     parser.add_argument("--token", default=None,
-                        help=f"the episode's bearer token (better: ${TOKEN_ENV}, hidden from ps)")
-    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio")
-    parser.add_argument("--host", default="127.0.0.1", help="streamable-http only")
-    parser.add_argument("--port", type=int, default=0,
-                        help="streamable-http only; 0 picks a free port")
+                        help=f"the episode's bearer token (better: ${TOKEN_ENV}, hidden from ps);"
+                        " over streamable-http, clients must send it too")
+    add_serving_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,6 +120,10 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"--url (or ${URL_ENV}) is required: the sandbox service URL")
     if not token:
         return _usage(f"--token (or ${TOKEN_ENV}) is required: the episode's bearer token")
+    try:
+        check_serving_arguments(args)
+    except ValueError as exc:
+        return _usage(str(exc))
     try:
         client = SandboxClient(url, token)
     except SandboxError as exc:
@@ -146,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             os._exit(0)
         else:
-            anyio.run(serve_http, client, args.host, args.port)
+            anyio.run(serve_http, client, args.host, args.port, token,
+                      args.allow_remote)
     except KeyboardInterrupt:
         pass
     except OSError as exc:
@@ -162,9 +155,7 @@ def _usage(message: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="limbo mcp", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return command_main("limbo mcp", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

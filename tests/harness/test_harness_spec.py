@@ -40,6 +40,10 @@ def test_the_built_in_adapters_load_and_pin_their_cli(name: str) -> None:
     ("name: mine\ncommand: [x\n", 3, "YAML syntax error"),
     ("name: mine\ncommand: [x, \"{model_entry}\"]\n", 2, "needs a model_catalog"),
     ("name: mine\ncommand: [x, \"--env={mcp_env}\"]\n", 2, "cannot be a command-line argument"),
+    ("name: mine\nmcp_transport: streamable-http\ncommand: [x, \"--token={mcp_token}\"]\n", 3,
+     "{mcp_token} is the episode's token and cannot be a command-line argument"),
+    ("name: mine\nenv: {T: \"{mcp_token}\"}\ncommand: [x]\n", 2,
+     "unknown placeholder {mcp_token} (not with mcp_transport: stdio)"),
     (MINIMAL + "model_catalog: {command: [x]}\n", 3, "fallback"),
 ])
 def test_a_broken_adapter_is_one_line_with_file_and_line(tmp_path: Path, text: str, line: int,

@@ -72,12 +72,16 @@ def test_the_table_and_the_http_transport_agree_with_stdio() -> None:
         _, by_stdio = audit_json(command, env)
         table = limbo("audit", "--", *command, env=env)
         url = command[command.index("--url") + 1]
-        with mcp_http_server(url, env["LIMBO_SANDBOX_TOKEN"]) as mcp_url:
-            done = limbo("audit", "--json", "--url", mcp_url)
+        token = env["LIMBO_SANDBOX_TOKEN"]
+        with mcp_http_server(url, token) as mcp_url:
+            refused = limbo("audit", "--json", "--url", mcp_url)
+            done = limbo("audit", "--json", "--url", mcp_url,
+                         "--header", f"Authorization: Bearer {token}")
     assert table.returncode == 1
     assert "| x_publish | yes (annotation readOnlyHint=false) |" in table.stdout
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["tools"] == by_stdio["tools"]
+    assert refused.returncode == 2 and "cannot audit" in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize("argv, expected", [

@@ -61,3 +61,15 @@ def request(url: str, method: str, path: str, *, token: str | None = None,
         return response.status, json.loads(response.read() or b"{}")
     finally:
         conn.close()
+
+
+def http_client(url: str, token: str, read_timeout_seconds: float = 60) -> Any:
+    """An SDK :class:`mcp.Client` for ``limbo mcp``'s streamable-HTTP endpoint, sending the
+    episode's token as ``Authorization: Bearer`` (the endpoint refuses requests without it)."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return Client(streamable_http_client(url, http_client=http),
+                  read_timeout_seconds=read_timeout_seconds)

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
-from serverkit import in_episode
+from serverkit import http_client, in_episode
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.server.launch import mcp_launch
@@ -41,8 +41,6 @@ def _announce_then_freeze(argv: list[str], env: dict[str, str]
 
 
 def test_the_announced_url_accepts_connections_at_once() -> None:
-    from mcp import Client
-
     def body(session: AgentSession) -> Any:
         with shared_sandbox().episode(session) as lease:
             launch = mcp_launch(lease.url, lease.token)
@@ -56,8 +54,8 @@ def test_the_announced_url_accepts_connections_at_once() -> None:
                 process.send_signal(signal.SIGCONT)
 
                 async def main() -> Any:
-                    async with Client(f"http://{host}:{port}{path}",
-                                      read_timeout_seconds=60) as client:
+                    async with http_client(f"http://{host}:{port}{path}",
+                                           lease.token) as client:
                         return [t.name for t in (await client.list_tools()).tools]
 
                 return anyio.run(main)

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from serverkit import LOST_ACK, in_episode
+from serverkit import LOST_ACK, http_client, in_episode
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.runconfig import RunConfig
@@ -148,13 +148,11 @@ def test_malformed_json_rpc_gets_errors_and_the_server_keeps_serving() -> None:
 
 
 def test_streamable_http_transport_serves_the_same_tools() -> None:
-    from mcp import Client
-
     def body(session: AgentSession) -> Any:
         with shared_sandbox().episode(session) as lease, \
                 mcp_http_server(lease.url, lease.token) as url:
             async def main() -> Any:
-                async with Client(url, read_timeout_seconds=60) as client:
+                async with http_client(url, lease.token) as client:
                     tools = (await client.list_tools()).tools
                     result = await client.call_tool("wait", {"seconds": 9})
                     return _listed(tools), result.content[0].text, result.is_error

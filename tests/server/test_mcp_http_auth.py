@@ -1,0 +1,161 @@
+"""The streamable-HTTP MCP endpoint serves the episode's agent and nobody else: every request
+carries the episode's token, the ``Host`` names the loopback address it is bound to, and a host
+other machines can reach is refused unless asked for (``--allow-remote``) — for ``limbo mcp`` as
+for ``limbo guard`` and ``limbo proxy``.
+
+The attack this shuts: another local process finds the port and calls ``db_insert_row`` inside
+the agent's session; the insert would be graded as the agent's."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import pytest
+from serverkit import http_client, in_episode
+
+from limbo_plugin.agents.base import AgentSession
+from limbo_plugin.processes import stop
+from limbo_plugin.server.launch import mcp_http_server, mcp_launch
+from limbo_plugin.server.sandbox_http import shared_sandbox
+
+pytest.importorskip("mcp")
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "prober", "version": "0"}}}
+INSERT = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+          "params": {"name": "tickets_create",
+                     "arguments": {"project": "OPS", "title": "[SEV1] injected",
+                                   "description": "not the agent"}}}
+
+
+def post(url: str, body: dict[str, Any], *, token: str | None = None,
+         session: str | None = None, host: str | None = None
+         ) -> tuple[int, dict[str, str], str]:
+    """One raw JSON-RPC POST: status, headers (lower-case names) and body text."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    if session is not None:
+        headers["Mcp-Session-Id"] = session
+    if host is not None:
+        headers["Host"] = host
+    try:
+        conn.request("POST", parts.path, body=json.dumps(body).encode(), headers=headers)
+        response = conn.getresponse()
+        return (response.status, {k.lower(): v for k, v in response.getheaders()},
+                response.read().decode())
+    finally:
+        conn.close()
+
+
+def test_a_request_without_the_episode_token_is_refused_and_reaches_nothing() -> None:
+    def body(session: AgentSession) -> Any:
+        with shared_sandbox().episode(session) as lease, \
+                mcp_http_server(lease.url, lease.token) as url:
+            seen: dict[str, Any] = {}
+            seen["no token"] = post(url, INITIALIZE)
+            seen["wrong token"] = post(url, INITIALIZE, token=lease.token[:-1] + "x")
+            status, headers, _ = post(url, INITIALIZE, token=lease.token)
+            assert status == 200, status
+            sid = headers["mcp-session-id"]
+            post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                 token=lease.token, session=sid)
+            # another process that learnt the session id still needs the token
+            seen["hijack"] = post(url, INSERT, session=sid)
+            seen["hijack wrong"] = post(url, INSERT, session=sid, token="guess")
+            seen["other host"] = post(url, INSERT, session=sid, token=lease.token,
+                                      host=f"attacker.example:{urlsplit(url).port}")
+            return seen
+
+    seen, record = in_episode(body)
+    for what, (status, headers, text) in seen.items():
+        if what == "other host":
+            assert status == 421, (what, status, text)
+        else:
+            assert status == 401, (what, status, text)
+            assert headers["www-authenticate"].startswith("Bearer"), what
+    assert record.trace == [], "a refused request reached the world"
+
+
+def test_the_episode_token_as_a_bearer_header_is_served() -> None:
+    def body(session: AgentSession) -> Any:
+        with shared_sandbox().episode(session) as lease, \
+                mcp_http_server(lease.url, lease.token) as url:
+            async def main() -> Any:
+                async with http_client(url, lease.token) as client:
+                    result = await client.call_tool("wait", {"seconds": 4})
+                    return result.content[0].text, result.is_error
+
+            return anyio.run(main)
+
+    (text, is_error), record = in_episode(body)
+    assert (text, is_error) == ('{"now":"2026-09-15T09:00:04Z","waited_s":4}', False)
+    assert [e.tool for e in record.trace] == ["wait"]
+
+
+def _limbo(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "limbo_plugin.cli", *argv],
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "LIMBO_SANDBOX_TOKEN": "t"}, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize(("command", "server"), [
+    (["mcp", "--url", "http://127.0.0.1:9"], []),
+    (["guard"], ["--", sys.executable, "-c", "pass"]),
+    (["proxy", "--inject", "timeout_post"], ["--", sys.executable, "-c", "pass"]),
+])
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.7", "::"])
+def test_a_host_other_machines_reach_is_refused_without_allow_remote(
+        command: list[str], server: list[str], host: str) -> None:
+    done = _limbo(*command, "--transport", "streamable-http", "--host", host, *server)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"--host {host} is not a loopback address" in lines[0]
+    assert "--allow-remote" in lines[0]
+
+
+@contextmanager
+def _served(argv: list[str], env: dict[str, str]) -> Iterator[str]:
+    process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            found = re.search(r"serving streamable HTTP at (\S+)", line)
+            if found:
+                yield found[1]
+                return
+        pytest.fail(f"the server exited ({process.wait()}) without announcing its URL")
+    finally:
+        stop(process)
+
+
+def test_allow_remote_serves_every_interface_and_still_wants_the_token() -> None:
+    def body(session: AgentSession) -> Any:
+        with shared_sandbox().episode(session) as lease:
+            launch = mcp_launch(lease.url, lease.token)
+            argv = [*launch.argv, "--transport", "streamable-http", "--host", "0.0.0.0",
+                    "--allow-remote"]
+            with _served(argv, {**os.environ, **launch.env}) as url:
+                local = url.replace("0.0.0.0", "127.0.0.1")
+                return url, post(local, INITIALIZE)[0], post(local, INITIALIZE,
+                                                             token=lease.token)[0]
+
+    (url, without, right), _ = in_episode(body)
+    assert url.startswith("http://0.0.0.0:")
+    assert (without, right) == (401, 200)
