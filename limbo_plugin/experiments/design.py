@@ -1,0 +1,144 @@
+"""What an experiment spec (``specs/experiments/*.yaml``) may say, as pydantic models: the
+dimensions a design crosses, its arms, and their limits; loading and checks against the specs
+are in :mod:`limbo_plugin.experiments.experiment`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from limbo_plugin.agents.options import check_model_options
+from limbo_plugin.errors import UsageError
+from limbo_plugin.runconfig import validator
+from limbo_plugin.spec.models import StrictModel
+
+MAX_INSTANCES = 500
+MAX_INSTANCE = 999_999
+"""An experiment lists at most :data:`MAX_INSTANCES` instances numbered up to
+:data:`MAX_INSTANCE`: a million instances is a typo, not a study (every template × focal write ×
+mode × configuration multiplies it; the paper's designs use at most eight)."""
+MAX_EPISODES = 100_000
+"""The most episodes one experiment may expand to: each is a pytest item, and collection holds
+them all before the first runs. Beyond it, split the study into several experiments."""
+FROM_OPTION = "@option"
+"""In an experiment's list, "use the value given on the command line (or its default)"."""
+
+
+def _numbered_from_zero(value: list[int]) -> list[int]:
+    if any(i < 0 for i in value):
+        raise ValueError("instances are numbered from 0")
+    if any(i > MAX_INSTANCE for i in value):
+        raise ValueError(f"instance numbers go up to {MAX_INSTANCE:,}")
+    if len(set(value)) != len(value):
+        raise ValueError("an instance is listed twice")
+    return value
+
+
+Templates = Literal["all"] | list[str]
+Instances = Annotated[list[int], Field(min_length=1, max_length=MAX_INSTANCES),
+                      AfterValidator(_numbered_from_zero)]
+FocalWrites = Literal["all"] | list[str]
+MaxFocalWrites = Annotated[int, Field(ge=1, le=1000)]
+Modes = Literal["all"] | list[str]
+# Each run-configuration list is non-empty and each value is checked by the registry of its field.
+Contracts = Annotated[list[Annotated[str, validator("contract", also=(FROM_OPTION,))]],
+                      Field(min_length=1)]
+Docs = Annotated[list[Annotated[str, validator("docs", also=(FROM_OPTION,))]],
+                 Field(min_length=1)]
+Instructions = Annotated[list[Annotated[str, validator("instruction", also=(FROM_OPTION,))]],
+                         Field(min_length=1)]
+Conditions = Annotated[list[Annotated[str, validator("condition", also=(FROM_OPTION,))]],
+                       Field(min_length=1)]
+Operators = Annotated[list[Annotated[str, validator("operator", also=(FROM_OPTION,))]],
+                      Field(min_length=1)]
+Agents = Annotated[list[Annotated[str, validator("agent", also=(FROM_OPTION,))]],
+                   Field(min_length=1)]
+
+DIMENSIONS = ("contracts", "docs", "instructions", "conditions", "operators", "agents")
+CONFIG_FIELD = {"contracts": "contract", "docs": "docs", "instructions": "instruction",
+                "conditions": "condition", "operators": "operator", "agents": "agent"}
+
+
+def _from_option() -> list[str]:
+    return [FROM_OPTION]
+
+
+class Design(StrictModel):
+    """What an experiment crosses: the worlds (templates × instances × focal writes × modes) and
+    the run configurations (contracts × docs × instructions × conditions × operators × agents).
+    A run-configuration list defaults to ``[@option]``: the command line's value."""
+
+    templates: Templates = "all"
+    instances: Instances = Field(default_factory=lambda: [0, 1])
+    focal_writes: FocalWrites = "all"
+    max_focal_writes: MaxFocalWrites | None = None
+    modes: Modes = "all"
+    exclude_modes: list[str] = Field(default_factory=list)
+    contracts: Contracts = Field(default_factory=_from_option)
+    docs: Docs = Field(default_factory=_from_option)
+    instructions: Instructions = Field(default_factory=_from_option)
+    conditions: Conditions = Field(default_factory=_from_option)
+    operators: Operators = Field(default_factory=_from_option)
+    agents: Agents = Field(default_factory=_from_option)
+
+
+DESIGN_FIELDS = tuple(Design.model_fields)
+
+
+class Arm(StrictModel):
+    """One part of an experiment's design: the dimensions it sets replace the top level's; the
+    rest are the top level's. ``name`` and ``description`` only document it (and name it in
+    errors)."""
+
+    name: str | None = Field(default=None, min_length=1)
+    description: str = ""
+    templates: Templates | None = None
+    instances: Instances | None = None
+    focal_writes: FocalWrites | None = None
+    max_focal_writes: MaxFocalWrites | None = None
+    modes: Modes | None = None
+    exclude_modes: list[str] | None = None
+    contracts: Contracts | None = None
+    docs: Docs | None = None
+    instructions: Instructions | None = None
+    conditions: Conditions | None = None
+    operators: Operators | None = None
+    agents: Agents | None = None
+
+    @model_validator(mode="after")
+    def _no_empty_dimension(self) -> Arm:
+        for name in sorted(self.model_fields_set & set(DESIGN_FIELDS)):
+            if getattr(self, name) is None and name != "max_focal_writes":
+                raise ValueError(f"{name} is empty: give its values, or leave it out to keep "
+                                 "the top level's")
+        return self
+
+    def overrides(self) -> dict[str, Any]:
+        """The dimensions this arm sets (an explicit ``max_focal_writes: null`` included)."""
+        return {name: getattr(self, name) for name in DESIGN_FIELDS
+                if name in self.model_fields_set}
+
+
+class ExperimentSpec(Design):
+    """An experiment: its name (the file's), its design, and optionally ``arms`` whose union it
+    is (the top level then supplies their defaults); ``model_options`` go to every model."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    arms: Annotated[list[Arm], Field(min_length=1)] | None = None
+
+    @field_validator("model_options")
+    @classmethod
+    def _allowed_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            check_model_options(value, "model_options:")
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+
+    def design(self) -> Design:
+        """The top level alone, as a design."""
+        return Design.model_construct(**{name: getattr(self, name) for name in DESIGN_FIELDS})
