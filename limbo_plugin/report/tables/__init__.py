@@ -29,6 +29,7 @@ from limbo_plugin.report.tables.passk import table_pass_k
 from limbo_plugin.report.tables.readpath import table_h3
 from limbo_plugin.report.tables.regression import table_h1
 from limbo_plugin.report.tables.reissues import table_key_reuse, table_reissue_timing
+from limbo_plugin.report.tables.robustness import table_robustness
 from limbo_plugin.report.tables.shapley import table4
 from limbo_plugin.report.tables.stakes import table_stakes
 from limbo_plugin.report.tables.waiting import table6
@@ -46,6 +47,7 @@ TABLES: tuple[Generator, ...] = (
     _rows_only(table_contract_classes),
     _rows_only(table6), _rows_only(table7), _rows_only(table_appendix_b),
     _rows_only(table8), _rows_only(table9),
+    _rows_only(table_robustness),
     _rows_only(table10), _rows_only(table_behaviour), _rows_only(table_overclaim),
     _rows_only(table_stakes), _rows_only(table_reissue_timing), _rows_only(table_key_reuse),
     table_equivalence, table_stability, table_pass_k,
