@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from limbo_plugin.cli import build_parser
-from limbo_plugin.plugin import OPTIONS
+from limbo_plugin.plugin.options import OPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -39,8 +39,8 @@ def test_the_example_family_table_is_what_a_bare_run_prints(pytester: pytest.Pyt
 
 
 def test_every_pytest_option_and_limbo_subcommand_is_documented() -> None:
-    for flag, _ in OPTIONS.values():
-        assert f"`{flag}" in README, flag
+    for opt in OPTIONS:
+        assert f"`{opt.flag}" in README, opt.flag
     parser = build_parser()
     (commands,) = [a for a in parser._actions if a.dest == "command"]
     for name in commands.choices:  # type: ignore[union-attr]

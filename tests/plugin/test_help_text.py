@@ -7,14 +7,14 @@ import re
 
 import pytest
 
-from limbo_plugin.plugin import OPTIONS
+from limbo_plugin.plugin.options import VALUED
 
 
 def test_every_limbo_option_has_a_readable_value(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
     text = pytester.runpytest_subprocess("--help").stdout.str()
     assert "LIMBO_OPT" not in text
-    for flag, _ in OPTIONS.values():
-        (shown,) = re.findall(rf"^  {re.escape(flag)}=(\S+)", text, flags=re.MULTILINE)
-        assert re.fullmatch(r"[A-Z]+(/[A-Z]+|\|[a-z]+)?", shown), (flag, shown)
+    for opt in VALUED:
+        (shown,) = re.findall(rf"^  {re.escape(opt.flag)}=(\S+)", text, flags=re.MULTILINE)
+        assert re.fullmatch(r"[A-Z]+(/[A-Z]+|\|[a-z]+)?", shown), (opt.flag, shown)
     assert "--limbo-baseline=PATH|previous" in text

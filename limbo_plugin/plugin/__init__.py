@@ -25,7 +25,8 @@ import pytest
 
 from limbo_plugin.discovery import given_limbo_options, names_experiments, redirect_collection
 from limbo_plugin.errors import LimboError, SpecError, UsageError
-from limbo_plugin.records import DEFAULT_RECORDS, RUN_FIELDS
+from limbo_plugin.plugin.options import VALUED, add_options, flag_of_agent_field, option
+from limbo_plugin.records import RUN_FIELDS
 from limbo_plugin.report.record_files import shown_path
 
 if TYPE_CHECKING:  # the rest is imported when used: a plugin import must stay cheap
@@ -59,92 +60,14 @@ class SkipReason(enum.StrEnum):
     COST_LIMIT = "cost_limit"
 
 
-OPTIONS: dict[str, tuple[str, str]] = {
-    # dest: (flag, help); every one can also be set in pytest.ini as limbo_<dest>
-    "agent": ("--agent", "agent to evaluate: scripted:<policy>, mcp:<policy>, litellm:<model>, "
-              "harness:<codex|copilot|hermes>:<model>, harness:command:<name|path>, "
-              "python:<module>:<callable> (default scripted:verify_first)"),
-    "contract": ("--contract", "contract variant: native or keys_everywhere"),
-    "docs": ("--docs", "documentation variant: default, no_consistency_docs, explicit"),
-    "instruction": ("--instruction", "instruction variant: default or no_cue"),
-    "condition": ("--condition", "recovery condition: vanilla, aware, reflect, guard, sdk_retry, "
-                  "wait_<seconds>, … (limbo list conditions)"),
-    "operator": ("--operator", "operator variant: truthful or unresponsive"),
-    "experiment": ("--experiment", "experiment spec under specs/experiments/ (default: default)"),
-    "limbo_records": ("--limbo-records", "JSONL file of episode records "
-                      f"(default {DEFAULT_RECORDS})"),
-    "limbo_gate": ("--limbo-gate", "gate spec (e.g. specs/gates/release.yaml): its verdict "
-                   "decides the exit status"),
-    "limbo_baseline": ("--limbo-baseline", "records of a previous run to compare with "
-                       "(exact McNemar on paired episodes); 'previous': the records this run "
-                       "replaces"),
-    "limbo_specs": ("--limbo-specs", "the specs directory; given, its experiments alone are "
-                    "collected (default: <rootdir>/specs, else the specs installed with Limbo)"),
-    "limbo_cassette": ("--limbo-cassette", "directory recording/replaying model responses"),
-    "limbo_cassette_mode": ("--limbo-cassette-mode", "record, replay or auto (default auto)"),
-    "limbo_cost_limit": ("--limbo-cost-limit", "stop starting episodes once this many USD "
-                         "of model cost are recorded"),
-    "limbo_provider_retries": ("--limbo-provider-retries", "attempts per model call on "
-                               "provider errors (default 8)"),
-    "limbo_provider_backoff": ("--limbo-provider-backoff", "base of the exponential backoff "
-                               "in seconds (default 1.0)"),
-    "limbo_episode_timeout": ("--limbo-episode-timeout", "wall-clock limit of one episode in "
-                              "seconds, any agent (default 1800; 0: none); exceeding it is an "
-                              "infrastructure error"),
-    "limbo_shard": ("--limbo-shard", "run shard K of N (K from 0) of the collected episodes: "
-                    "every world's episodes on one shard, balanced by expected cost; "
-                    "env:VAR/N reads K from $VAR (e.g. env:JOB_COMPLETION_INDEX/4)"),
-    "limbo_progress": ("--limbo-progress", "seconds between live progress lines (default 10 "
-                       "on a terminal, 60 in a log; 0: after every episode; off: none)"),
-    "limbo_repeat": ("--limbo-repeat", "run each episode K times on its same world (ids of "
-                     "the repeats end in -rep1, -rep2, …); the summary shows pass^k"),
-}
-METAVARS = {"agent": "AGENT", "contract": "NAME", "docs": "NAME", "instruction": "NAME",
-            "condition": "NAME", "operator": "NAME", "experiment": "NAME",
-            "limbo_records": "PATH", "limbo_gate": "PATH", "limbo_baseline": "PATH|previous",
-            "limbo_specs": "DIR", "limbo_cassette": "DIR", "limbo_cassette_mode": "MODE",
-            "limbo_cost_limit": "USD", "limbo_provider_retries": "N",
-            "limbo_provider_backoff": "SECONDS", "limbo_episode_timeout": "SECONDS",
-            "limbo_shard": "K/N", "limbo_repeat": "K",
-            "limbo_progress": "SECONDS|off"}
-"""What ``pytest --help`` shows as each option's value (argparse would show its dest)."""
-DEFAULTS = {"experiment": "default", "limbo_records": DEFAULT_RECORDS}
-"""Built-in defaults of the plugin's own options; run-configuration and agent options default
-in :class:`RunConfig` and :class:`AgentOptions`."""
 PREVIOUS = "previous"
 """``--limbo-baseline previous``: the records this run is about to replace."""
-AGENT_OPTION_FLAGS = {"model_options": "--model-option", "cassette": "--limbo-cassette",
-                      "cassette_mode": "--limbo-cassette-mode",
-                      "provider_retries": "--limbo-provider-retries",
-                      "provider_backoff_s": "--limbo-provider-backoff"}
 STATE = pytest.StashKey["LimboState"]()
 
 
 # -- options -------------------------------------------------------------------------------------
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("limbo", "Limbo: duplicate side effects of tool-using agents")
-    for dest, (flag, help_text) in OPTIONS.items():
-        group.addoption(flag, dest=f"limbo_opt_{dest}", default=None, help=help_text,
-                        metavar=METAVARS[dest])
-        parser.addini(f"limbo_{dest}" if not dest.startswith("limbo_") else dest,
-                      help_text, default=None)
-    group.addoption("--model-option", dest="limbo_model_options", action="append", default=[],
-                    metavar="KEY=VALUE",
-                    help="option passed to the model (temperature=0, api_base=…); repeatable")
-    group.addoption("--limbo-resume", dest="limbo_resume", action="store_true", default=False,
-                    help="skip episodes already recorded with the same configuration")
-    parser.addini("limbo_resume", "resume by default", type="bool", default=False)
-
-
-def option(config: pytest.Config, dest: str) -> str | None:
-    """Command line, then pytest.ini (``limbo_<name>``), then the built-in default."""
-    value: str | None = config.getoption(f"limbo_opt_{dest}", default=None)
-    if value is None:
-        ini = config.getini(f"limbo_{dest}" if not dest.startswith("limbo_") else dest)
-        value = ini or None
-    if value is None:
-        value = DEFAULTS.get(dest)
-    return value
+    add_options(parser)
 
 
 class LimboState:
@@ -162,7 +85,7 @@ class LimboState:
             candidate if (candidate / "services").is_dir() else default_specs_dir())
         # What the run collects, and whether Limbo takes part at all (limbo_plugin.discovery).
         self.limbo_options = given_limbo_options(
-            config, ((dest, flag) for dest, (flag, _) in OPTIONS.items()))
+            config, ((opt.name, opt.flag) for opt in VALUED))
         self.redirected = redirect_collection(config, self.specs_dir, specs_option=bool(specs),
                                               limbo_options=bool(self.limbo_options))
         self._registry: SpecRegistry | None = None
@@ -331,7 +254,7 @@ def parse_agent_options(values: dict[str, Any]) -> AgentOptions:
         return AgentOptions.model_validate({k: v for k, v in values.items() if v is not None})
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        flag = AGENT_OPTION_FLAGS.get(str(error["loc"][0]), str(error["loc"][0]))
+        flag = flag_of_agent_field(str(error["loc"][0]))
         raise UsageError(f"{flag}: {error['msg'].lower()}, got {error['input']!r}") from None
 
 

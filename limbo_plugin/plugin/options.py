@@ -1,0 +1,149 @@
+"""The plugin's command-line options, declared once: one :class:`Option` per flag.
+
+``pytest_addoption`` registers the table, ``pytest --help`` shows it, :func:`option` reads a
+value (command line, then ``pytest.ini``, then the default), and an agent option's validation
+error names its flag from here. Run-configuration options (``--agent``, ``--contract``, …)
+default in :class:`~limbo_plugin.runconfig.RunConfig`, agent options in
+:class:`~limbo_plugin.agents.options.AgentOptions`; an ``Option.default`` is the plugin's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import pytest
+
+from limbo_plugin.records import DEFAULT_RECORDS
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its flag, the value ``--help`` shows, its help, and where its value goes."""
+
+    name: str
+    """Its name in the code; pytest.ini spells it ``limbo_<name>`` (``limbo_…`` names as they
+    are)."""
+    flag: str
+    metavar: str
+    """What ``pytest --help`` shows as its value (argparse would show its dest)."""
+    help: str
+    default: str | None = None
+    agent_field: str | None = None
+    """The :class:`AgentOptions` field it sets, if it is an agent option."""
+    kind: Literal["value", "repeatable", "switch"] = "value"
+    """``value``: one value, also settable in pytest.ini; ``repeatable``: given any number of
+    times (command line only); ``switch``: takes no value (pytest.ini: a bool)."""
+
+    @property
+    def dest(self) -> str:
+        """Where argparse keeps it (``config.getoption``)."""
+        return f"limbo_opt_{self.name}" if self.kind == "value" else f"limbo_{self.name}"
+
+    @property
+    def ini(self) -> str | None:
+        """Its pytest.ini name (``None``: command line only)."""
+        if self.kind == "repeatable":
+            return None
+        return self.name if self.name.startswith("limbo_") else f"limbo_{self.name}"
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("agent", "--agent", "AGENT",
+           "agent to evaluate: scripted:<policy>, mcp:<policy>, litellm:<model>, "
+           "harness:<codex|copilot|hermes>:<model>, harness:command:<name|path>, "
+           "python:<module>:<callable> (default scripted:verify_first)"),
+    Option("contract", "--contract", "NAME", "contract variant: native or keys_everywhere"),
+    Option("docs", "--docs", "NAME",
+           "documentation variant: default, no_consistency_docs, explicit"),
+    Option("instruction", "--instruction", "NAME", "instruction variant: default or no_cue"),
+    Option("condition", "--condition", "NAME",
+           "recovery condition: vanilla, aware, reflect, guard, sdk_retry, wait_<seconds>, … "
+           "(limbo list conditions)"),
+    Option("operator", "--operator", "NAME", "operator variant: truthful or unresponsive"),
+    Option("experiment", "--experiment", "NAME",
+           "experiment spec under specs/experiments/ (default: default)", default="default"),
+    Option("limbo_records", "--limbo-records", "PATH",
+           f"JSONL file of episode records (default {DEFAULT_RECORDS})",
+           default=DEFAULT_RECORDS),
+    Option("limbo_gate", "--limbo-gate", "PATH",
+           "gate spec (e.g. specs/gates/release.yaml): its verdict decides the exit status"),
+    Option("limbo_baseline", "--limbo-baseline", "PATH|previous",
+           "records of a previous run to compare with (exact McNemar on paired episodes); "
+           "'previous': the records this run replaces"),
+    Option("limbo_specs", "--limbo-specs", "DIR",
+           "the specs directory; given, its experiments alone are collected (default: "
+           "<rootdir>/specs, else the specs installed with Limbo)"),
+    Option("limbo_cassette", "--limbo-cassette", "DIR",
+           "directory recording/replaying model responses", agent_field="cassette"),
+    Option("limbo_cassette_mode", "--limbo-cassette-mode", "MODE",
+           "record, replay or auto (default auto)", agent_field="cassette_mode"),
+    Option("limbo_cost_limit", "--limbo-cost-limit", "USD",
+           "stop starting episodes once this many USD of model cost are recorded"),
+    Option("limbo_provider_retries", "--limbo-provider-retries", "N",
+           "attempts per model call on provider errors (default 8)",
+           agent_field="provider_retries"),
+    Option("limbo_provider_backoff", "--limbo-provider-backoff", "SECONDS",
+           "base of the exponential backoff in seconds (default 1.0)",
+           agent_field="provider_backoff_s"),
+    Option("limbo_episode_timeout", "--limbo-episode-timeout", "SECONDS",
+           "wall-clock limit of one episode in seconds, any agent (default 1800; 0: none); "
+           "exceeding it is an infrastructure error"),
+    Option("limbo_shard", "--limbo-shard", "K/N",
+           "run shard K of N (K from 0) of the collected episodes: every world's episodes on "
+           "one shard, balanced by expected cost; env:VAR/N reads K from $VAR (e.g. "
+           "env:JOB_COMPLETION_INDEX/4)"),
+    Option("limbo_progress", "--limbo-progress", "SECONDS|off",
+           "seconds between live progress lines (default 10 on a terminal, 60 in a log; 0: "
+           "after every episode; off: none)"),
+    Option("limbo_repeat", "--limbo-repeat", "K",
+           "run each episode K times on its same world (ids of the repeats end in -rep1, -rep2, "
+           "…); the summary shows pass^k"),
+    Option("model_options", "--model-option", "KEY=VALUE",
+           "option passed to the model (temperature=0, api_base=…); repeatable",
+           agent_field="model_options", kind="repeatable"),
+    Option("resume", "--limbo-resume", "",
+           "skip episodes already recorded with the same configuration", kind="switch"),
+)
+"""Every option of the plugin, in the order ``--help`` lists them."""
+
+VALUED = tuple(o for o in OPTIONS if o.kind == "value")
+"""The options that take one value (command line or pytest.ini)."""
+BY_NAME = {o.name: o for o in OPTIONS}
+BY_AGENT_FIELD = {o.agent_field: o for o in OPTIONS if o.agent_field is not None}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the table with pytest (``pytest_addoption``)."""
+    group = parser.getgroup("limbo", "Limbo: duplicate side effects of tool-using agents")
+    for opt in OPTIONS:
+        if opt.kind == "value":
+            group.addoption(opt.flag, dest=opt.dest, default=None, help=opt.help,
+                            metavar=opt.metavar)
+            parser.addini(opt.ini or opt.name, opt.help, default=None)
+        elif opt.kind == "repeatable":
+            group.addoption(opt.flag, dest=opt.dest, action="append", default=[],
+                            metavar=opt.metavar, help=opt.help)
+        else:
+            group.addoption(opt.flag, dest=opt.dest, action="store_true", default=False,
+                            help=opt.help)
+    resume = BY_NAME["resume"]
+    parser.addini(resume.ini or resume.name, "resume by default", type="bool", default=False)
+
+
+def option(config: pytest.Config, name: str) -> str | None:
+    """A valued option: the command line, then pytest.ini (``limbo_<name>``), then the
+    built-in default."""
+    opt = BY_NAME[name]
+    value: str | None = config.getoption(opt.dest, default=None)
+    if value is None:
+        value = config.getini(opt.ini or opt.name) or None
+    if value is None:
+        value = opt.default
+    return value
+
+
+def flag_of_agent_field(field: str) -> str:
+    """The flag that sets an :class:`AgentOptions` field (for its error message)."""
+    opt = BY_AGENT_FIELD.get(field)
+    return opt.flag if opt is not None else field
