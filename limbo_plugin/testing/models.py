@@ -30,7 +30,7 @@ from limbo_plugin.agents.scripted import ScriptedAgent
 from limbo_plugin.contracts import ToolCatalog, ToolDefinition
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.tasks import TaskInstance
-from limbo_plugin.testing.openai_server import ChatRequest, Reply, ScriptedModel, ScriptedToolCall
+from limbo_plugin.testing.model_io import ChatRequest, Reply, ScriptedModel, ScriptedToolCall
 from limbo_plugin.toolapi import ToolResult
 
 INSTRUCTION_VARIANTS = ("default", "no_cue")

@@ -41,98 +41,26 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Literal
+from typing import Any
 
 from limbo_plugin.processes import stop
 from limbo_plugin.server.loopback import LoopbackHTTPServer
 from limbo_plugin.testing import responses_wire
+from limbo_plugin.testing.chat_wire import (
+    CHAT_PATHS,
+    completion_body,
+    completion_chunks,
+    error_type,
+    token_counts,
+)
+from limbo_plugin.testing.model_io import ChatRequest, Reply, ScriptedModel, ScriptedToolCall
 
-CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 DUMMY_API_KEY = "sk-limbo-local"
 
-
-@dataclass(frozen=True)
-class ScriptedToolCall:
-    """One tool call in a scripted reply. ``arguments`` may be a mapping (sent as JSON) or a raw
-    string, which is sent verbatim so that malformed JSON can be scripted."""
-
-    name: str
-    arguments: Mapping[str, Any] | str = field(default_factory=dict)
-    id: str | None = None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What the scripted model answers: an assistant message, or an HTTP error.
-
-    ``status`` other than 200 turns the reply into an error response carrying ``error_message``
-    and ``headers`` (e.g. ``{"Retry-After": "2"}``). Token counts default to a deterministic
-    estimate so that usage accounting can be checked exactly.
-    """
-
-    content: str | None = None
-    tool_calls: Sequence[ScriptedToolCall] = ()
-    reasoning_content: str | None = None
-    status: int = 200
-    error_message: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    latency_s: float = 0.0
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    broken: Literal["drop", "not_json", "no_choices"] | None = None
-    """A provider misbehaving below HTTP errors: ``drop`` closes the connection without an
-    answer, ``not_json`` answers 200 with a body that is not JSON, ``no_choices`` answers a
-    completion without choices."""
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """A parsed request as the scripted model and the tests see it: a chat-completions body
-    (for a Responses request, the equivalent one; the original is :attr:`raw`)."""
-
-    body: dict[str, Any]
-    received_at: float = 0.0
-    protocol: str = "chat"
-    raw: dict[str, Any] | None = None
-
-    @property
-    def model(self) -> str:
-        return str(self.body.get("model", ""))
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        return list(self.body.get("messages") or [])
-
-    @property
-    def tools(self) -> list[dict[str, Any]]:
-        return list(self.body.get("tools") or [])
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [str((t.get("function") or {}).get("name")) for t in self.tools]
-
-    @property
-    def turn(self) -> int:
-        """How many assistant turns precede this request (0 for the first call of an episode)."""
-        return sum(1 for m in self.messages if m.get("role") == "assistant")
-
-    @property
-    def first_user_text(self) -> str:
-        for message in self.messages:
-            if message.get("role") == "user":
-                return _text(message.get("content"))
-        return ""
-
-    @property
-    def user_texts(self) -> list[str]:
-        """Every user message's text, in order (harnesses add their own before the task)."""
-        return [_text(m.get("content")) for m in self.messages if m.get("role") == "user"]
-
-
-ScriptedModel = Callable[[ChatRequest], Reply]
+__all__ = ["DUMMY_API_KEY", "ChatRequest", "OpenAIServer", "Reply", "ScriptedModel",
+           "ScriptedToolCall", "main", "server_process"]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -191,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.status != 200:
             error = {"message": reply.error_message or f"scripted error {reply.status}",
-                     "type": _error_type(reply.status), "code": reply.status}
+                     "type": error_type(reply.status), "code": reply.status}
             self._send(reply.status, {"error": error}, reply.headers)
             return
         streamed = bool(body.get("stream"))
@@ -317,91 +245,6 @@ class OpenAIServer:
         if self.keep_requests:
             with self._lock:
                 self._requests.append(request)
-
-
-def completion_body(request: ChatRequest, reply: Reply) -> dict[str, Any]:
-    """The ``chat.completion`` object for a successful reply.
-
-    Tool-call ids default to ``call_<turn>_<index>``: deterministic, so a re-run of the same
-    episode sends byte-identical requests (which the cassette tests rely on).
-    """
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    calls = _chat_calls(request, reply)
-    if calls:
-        message["tool_calls"] = calls
-    if reply.reasoning_content is not None:
-        message["reasoning_content"] = reply.reasoning_content
-    prompt, completion = token_counts(request, reply)
-    return {
-        "id": f"chatcmpl-scripted-{request.turn}",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": request.model or "scripted",
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if calls else "stop"}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                  "total_tokens": prompt + completion},
-    }
-
-
-def _chat_calls(request: ChatRequest, reply: Reply) -> list[dict[str, Any]]:
-    calls = []
-    for index, call in enumerate(reply.tool_calls):
-        arguments = (call.arguments if isinstance(call.arguments, str)
-                     else json.dumps(dict(call.arguments), ensure_ascii=False))
-        calls.append({"id": call.id or f"call_{request.turn}_{index}", "type": "function",
-                      "function": {"name": call.name, "arguments": arguments}})
-    return calls
-
-
-def token_counts(request: ChatRequest, reply: Reply) -> tuple[int, int]:
-    """``(prompt, completion)`` tokens: the reply's own counts, else a deterministic estimate."""
-    prompt = (reply.prompt_tokens if reply.prompt_tokens is not None
-              else estimate_tokens(request.body.get("messages"), request.body.get("tools")))
-    completion = (reply.completion_tokens if reply.completion_tokens is not None
-                  else estimate_tokens(reply.content, _chat_calls(request, reply)) + 1)
-    return prompt, completion
-
-
-def completion_chunks(completion: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """A ``chat.completion`` as the chunks a streaming provider sends: the role, the content,
-    each tool call whole, the finish reason, then a usage-only chunk."""
-    base = {k: completion[k] for k in ("id", "created", "model")}
-    base["object"] = "chat.completion.chunk"
-    choice = completion["choices"][0]
-    message = choice["message"]
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-    yield chunk({"role": "assistant", "content": ""})
-    if message.get("reasoning_content"):
-        yield chunk({"reasoning_content": message["reasoning_content"]})
-    if message.get("content"):
-        yield chunk({"content": message["content"]})
-    for index, call in enumerate(message.get("tool_calls") or []):
-        yield chunk({"tool_calls": [{"index": index, **call}]})
-    yield chunk({}, choice["finish_reason"])
-    yield {**base, "choices": [], "usage": completion["usage"]}
-
-
-def estimate_tokens(*parts: Any) -> int:
-    """A deterministic token estimate (four characters a token) for the usage block."""
-    size = sum(len(json.dumps(p, ensure_ascii=False)) for p in parts if p is not None)
-    return max(1, size // 4)
-
-
-def _error_type(status: int) -> str:
-    return {400: "invalid_request_error", 401: "authentication_error",
-            404: "not_found_error", 429: "rate_limit_error"}.get(status, "server_error")
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from limbo_plugin.testing.openai_server import Reply
+    from limbo_plugin.testing.model_io import Reply
 
 RESPONSES_PATHS = ("/v1/responses", "/responses")
 NAMESPACE_SEPARATOR = "__"
