@@ -9,6 +9,8 @@ contract faces the same task.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -268,6 +270,7 @@ class TaskTemplate:
                                                    tool=known(render(focal.tool, ctx), write=True),
                                                    where=render(focal.where, ctx), n=focal.n))
         plan: list[PlanStep] = []
+        results: dict[str, Any] = {}  # what the steps so far return, as stand-ins
         for i, step in enumerate(spec.plan):
             with self._at(("plan", i), instance):
                 items = None
@@ -278,6 +281,9 @@ class TaskTemplate:
                 if "steps." not in step.tool:
                     known(str(render(step.tool, params)))
                 plan.append(PlanStep(id=step.id, tool=step.tool, args=step.args, items=items))
+            self._check_step(plan[-1], i, params, results, catalog, instance)
+            results[step.id] = _StepResult(step.id) if items is None else [
+                _StepResult(f"{step.id}.{n}") for n in range(len(items))]
         ids = [f.id for f in focal_writes]
         if len(ids) != len(set(ids)):
             raise self.doc.error(("focal_writes",), f"duplicate focal write ids: {ids}")
@@ -295,6 +301,49 @@ class TaskTemplate:
     def _at(self, path: tuple[str | int, ...], instance: int) -> _SpecContext:
         return _SpecContext(self.doc, path, instance)
 
+    def _check_step(self, step: PlanStep, index: int, params: dict[str, Any],
+                    results: dict[str, Any], catalog: Any, instance: int) -> None:
+        """The scripted agents run the plan leniently (a result an earlier call did not return
+        reads ``(unknown)``), so a plan mistake would only show as every baseline failing. Here
+        each argument renders with stand-ins for the earlier steps' results — a reference to a
+        step that does not come earlier, or to nothing, is an error — and what it renders to
+        without them must pass the tool's schema (an amount above its maximum)."""
+        runs = [{}] if step.items is None else [
+            {"item": item, "index": n} for n, item in enumerate(step.items, 1)]
+        for extra in runs:
+            ctx = {**params, "steps": results, **extra}
+            with self._at(("plan", index, "tool"), instance):
+                tool = render(step.tool, ctx)
+            args: dict[str, Any] = {}
+            for name, template in step.args.items():
+                with self._at(("plan", index, "args", name), instance):
+                    for ref in STEP_REFERENCE.findall(repr(template)):
+                        if ref not in results:
+                            raise TemplateError(
+                                f"{{steps.{ref}…}} names no earlier plan step (earlier: "
+                                f"{', '.join(results) or 'none'})")
+                    args[name] = render(template, ctx)
+            if not isinstance(tool, str):
+                continue  # a tool named by an earlier result: known only while running
+            definition = catalog.get(tool)
+            concrete = {k: v for k, v in args.items() if "steps." not in repr(step.args[k])}
+            accepts = _accepts_without_required(definition.input_schema)
+            if accepts is not None and accepts(concrete):
+                continue
+            for error in definition.validator.iter_errors(concrete):
+                if not error.absolute_path and error.validator == "required":
+                    continue  # a required argument may come from an earlier result
+                path: tuple[str | int, ...] = ("plan", index, "args")
+                where = "/".join(str(p) for p in error.absolute_path)
+                if error.absolute_path:
+                    path += (str(error.absolute_path[0]),)
+                message = error.message
+                if len(message) > 200:  # it quotes the value, which may be long
+                    message = f"{message[:80]}…{message[-80:]}"
+                raise self.doc.error(path, f"{tool} would refuse "
+                                     f"{where + ': ' if where else ''}{message} "
+                                     f"(instance {instance})")
+
 
 class _SpecContext:
     """Turns a template or seeding error into a SpecError pointing at the spec line."""
@@ -310,6 +359,47 @@ class _SpecContext:
                 and not isinstance(exc, SpecError):
             raise self.doc.error(self.path, f"{exc} (instance {self.instance})") from exc
         return False
+
+
+STEP_REFERENCE = re.compile(r"\{\s*steps\.([^.|}\s]+)")
+"""``{steps.<id>…}`` in a plan argument: the result of the earlier step ``<id>``."""
+_PARTIAL_CHECKS: dict[int, tuple[dict[str, Any], Callable[[Any], bool] | None]] = {}
+
+
+def _accepts_without_required(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+    """The tool's compiled schema check, minus ``required`` (arguments from earlier results are
+    left out), compiled once per schema: a plan step then costs microseconds to check."""
+    cached = _PARTIAL_CHECKS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        from limbo_plugin.contracts import compile_fast_check
+
+        cached = _PARTIAL_CHECKS[id(schema)] = (
+            schema, compile_fast_check({k: v for k, v in schema.items() if k != "required"}))
+    return cached[1]
+
+
+class _StepResult(dict[str, Any]):
+    """A stand-in for what a plan step returns, for checking the plan at load: every field
+    exists (the tool's result is not known before it runs) and reads as another stand-in."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__()
+        self.label = label
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __missing__(self, key: str) -> _StepResult:
+        return _StepResult(f"{self.label}.{key}")
+
+    def __str__(self) -> str:
+        return f"<{self.label}>"
+
+    def __int__(self) -> int:  # through the money filters
+        return 0
+
+    def __float__(self) -> float:
+        return 0.0
 
 
 def _check_where(effect: RequiredEffect, catalog: Any) -> None:

@@ -219,6 +219,14 @@ def load_harness(path: str | Path) -> HarnessSpec:
     """Load and check one adapter; any problem is one :class:`SpecError` with file:line."""
     doc = load_yaml(path)
     spec = validate(doc, HarnessSpec)
+    stem = Path(path).name.rsplit(".", 1)[0]
+    if Path(path).parent.name == "harnesses" and spec.name != stem:
+        # There ``harness:<name>:…`` finds the adapter by its file name, and its records and
+        # install carry the name inside: the two must be one (a copy elsewhere may differ).
+        raise SpecError(doc.file, f"{spec.name!r} is not the file's name ({Path(path).name}), "
+                        f"by which harness:{stem}:<model> finds it: rename the file to "
+                        f"{spec.name}.yaml or the harness to {stem!r}",
+                        line=doc.line_of(("name",)), path="name")
     _check_placeholders(doc, spec)
     spec._file = str(path)
     return spec

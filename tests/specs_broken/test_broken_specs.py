@@ -4,7 +4,9 @@ Besides the first 35 cases (syntax, types, bombs, unknown names), the corpus hol
 pass load and fail every episode at run time, or hang: seed records a world cannot load,
 ``required.where`` keys no effect has, reserved parameters, self-doubling parameters,
 documentation placeholders with format specs, experiments that select nothing or expand
-without bound, gates that judge nothing, tool patterns with nested quantifiers.
+without bound, gates that judge nothing, tool patterns with nested quantifiers, plan steps
+that refer to no earlier step or send what their tool refuses (an amount above its maximum),
+a harness adapter whose name is not its file's.
 
 Each file's first line names the spec it replaces (``# target: tasks/cross_post.yaml``). The test
 copies ``specs/`` to a temporary directory, drops the broken file in the target's place and
