@@ -120,6 +120,21 @@ class Arm(StrictModel):
                 if name in self.model_fields_set}
 
 
+Tier = Literal["frontier", "weaker"]
+TIERS: tuple[str, ...] = ("frontier", "weaker")
+"""The model tiers the paper pools by (§6.1: the frontier models, the weaker ones)."""
+
+
+class ModelLabel(StrictModel):
+    """What the study says about one of its models: its tier, and whether pooled statistics
+    include it (the paper leaves out gpt-4.1, which completed only 87% of E1, and shows it per
+    model with a caveat: ``pooled: false`` and the caveat as ``note``)."""
+
+    tier: Tier | None = None
+    pooled: bool = True
+    note: str = ""
+
+
 class ExperimentSpec(Design):
     """An experiment: its name (the file's), its design, and optionally ``arms`` whose union it
     is (the top level then supplies their defaults); ``model_options`` go to every model."""
@@ -127,6 +142,8 @@ class ExperimentSpec(Design):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     model_options: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, ModelLabel] = Field(default_factory=dict)
+    """Labels of the experiment's agents (tier, pooled), keyed by the agent as listed."""
     arms: Annotated[list[Arm], Field(min_length=1)] | None = None
 
     @field_validator("model_options")

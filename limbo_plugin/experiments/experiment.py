@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from limbo_plugin.errors import SpecError, UsageError
-from limbo_plugin.experiments.design import DESIGN_FIELDS, MAX_EPISODES, Design, ExperimentSpec
+from limbo_plugin.experiments.design import (
+    DESIGN_FIELDS,
+    FROM_OPTION,
+    MAX_EPISODES,
+    Design,
+    ExperimentSpec,
+)
 from limbo_plugin.experiments.expand import (
     Episode,
     configs_of,
@@ -75,8 +81,19 @@ class Experiment:
         checks; see :class:`Design`.)
         """
         self._check_arm_names()
+        self._check_model_labels()
         for part in self.parts():
             self._check_part(part, registry)
+
+    def _check_model_labels(self) -> None:
+        """A label names an agent the experiment lists (a misspelt one would label nothing)."""
+        agents = [a for part in self.parts() for a in part.design.agents]
+        if FROM_OPTION in agents:
+            return
+        for name in self.spec.models:
+            if name not in agents:
+                raise self.doc.error(("models", name), f"{name!r} is not an agent of this "
+                                     "experiment; its agents: " + ", ".join(dict.fromkeys(agents)))
 
     def _check_arm_names(self) -> None:
         seen: set[str] = set()

@@ -151,3 +151,34 @@ def config_labeller(rows: Sequence[EpisodeRow],
 def wait_bound(condition: str) -> int | None:
     match = WAIT_CONDITION.match(condition)
     return int(match.group(1)) if match else None
+
+
+TIER_ORDER = ("frontier", "weaker")
+"""The tiers tables pool by, in the paper's order (the experiment spec's ``models:`` labels)."""
+
+
+def pooled(row: EpisodeRow) -> bool:
+    """Whether pooled statistics include the row's agent: its experiment spec may leave a model
+    out (the paper's gpt-4.1, with ``pooled: false``); it is then shown per model only."""
+    return row.pooled
+
+
+def tiers_of(rows: Sequence[EpisodeRow]) -> list[str]:
+    """The tiers of the pooled agents of ``rows``, in :data:`TIER_ORDER`."""
+    present = {r.tier for r in rows if r.pooled and r.tier}
+    return [t for t in TIER_ORDER if t in present] + sorted(present - set(TIER_ORDER))
+
+
+def tier_label(tier: str, rows: Sequence[EpisodeRow]) -> str:
+    """``frontier (6 models)``: a pooled tier row's label."""
+    models = len({r.agent for r in rows if r.pooled and r.tier == tier})
+    return f"{tier} ({models} model{'s' if models != 1 else ''})"
+
+
+def unpooled_note(rows: Sequence[EpisodeRow]) -> str | None:
+    """The note a table with pooled rows adds when some agent is left out of them."""
+    left = sorted({r.agent for r in rows if not r.pooled})
+    if not left:
+        return None
+    return ("Pooled rows leave out " + ", ".join(left) + " (pooled: false in the experiment "
+            "spec); shown per model only.")

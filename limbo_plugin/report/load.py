@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from limbo_plugin.experiments.design import ModelLabel
 from limbo_plugin.records import RECORD_SCHEMA_VERSION, run_fingerprint
 from limbo_plugin.report.record_files import RecordFileError
 
@@ -123,6 +124,33 @@ def classify(idempotency: str | None, verification: str | None,
     return f"non_idempotent_{suffix}"
 
 
+class _Labels(BaseModel):
+    """The ``models:`` section of an experiment spec (the rest is the run's to check)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    models: dict[str, ModelLabel] = {}
+
+
+UNLABELLED = ModelLabel()
+
+
+def model_labels(directory: Path) -> dict[tuple[str, str], ModelLabel]:
+    """Every experiment spec's labels of its agents, by (experiment, agent): the tier a table
+    pools a model in, and whether pooled statistics include it. A malformed section is the
+    spec's one-line error (file:line)."""
+    from limbo_plugin.spec.loader import load_yaml, validate
+
+    out: dict[tuple[str, str], ModelLabel] = {}
+    for file in sorted(directory.glob("*.yaml")) if directory.is_dir() else ():
+        doc = load_yaml(file)
+        if not isinstance(doc.data, dict) or "models" not in doc.data:
+            continue
+        for agent, label in validate(doc, _Labels).models.items():
+            out[file.stem, agent] = label
+    return out
+
+
 @dataclass(frozen=True)
 class SpecFacts:
     """What the tables need from the spec tree, taken from its registry once: the families in
@@ -137,6 +165,8 @@ class SpecFacts:
     states them."""
     intent_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Each write's intent fields (a re-issue repeats them) under the native contract."""
+    model_labels: Mapping[tuple[str, str], ModelLabel] = field(default_factory=dict)
+    """Each experiment's labels of its agents (tier, pooled), by (experiment, agent)."""
 
     @classmethod
     def of(cls, registry: SpecRegistry) -> SpecFacts:
@@ -152,7 +182,12 @@ class SpecFacts:
                    for tool in registry.catalog("native").tools.values() if tool.is_write}
         return cls(family_order=registry.family_order,
                    family_classes={f: registry.fault_class(f) for f in registry.family_order},
-                   native_classes=native, mode_labels=modes, intent_fields=intents)
+                   native_classes=native, mode_labels=modes, intent_fields=intents,
+                   model_labels=model_labels(registry.root / "experiments"))
+
+    def model_label(self, experiment: str | None, agent: str) -> ModelLabel:
+        """What the record's experiment spec says of its agent (no tier, pooled, if nothing)."""
+        return self.model_labels.get((experiment or "", agent), UNLABELLED)
 
     def mode_label(self, mode: str
                    ) -> tuple[str | None, str | None, str | None, str | None]:
@@ -210,6 +245,10 @@ class EpisodeRow:
     condition: str
     operator: str
     agent: str
+    tier: str | None
+    """The agent's tier (``frontier``, ``weaker``) as its experiment spec labels it."""
+    pooled: bool
+    """Whether pooled statistics include the agent (its experiment spec's ``pooled``)."""
     focal_tool: str | None
     focal_idempotency: str | None
     focal_verification: str | None
@@ -334,6 +373,7 @@ def to_row(record: SlimRecord, facts: SpecFacts, source: int, offset: int, lengt
     usage = record.usage
     hidden, group, execute, late_delay = facts.mode_label(record.fault_mode)
     keyed, reissue, after = reissue_of(record, facts)
+    label = facts.model_label(record.experiment, record.agent)
     return EpisodeRow(
         experiment=record.experiment, arm=record.arm, repeat=record.repeat,
         episode_id=record.episode_id, template=record.template, instance=record.instance,
@@ -342,7 +382,7 @@ def to_row(record: SlimRecord, facts: SpecFacts, source: int, offset: int, lengt
         hidden_outcome=hidden, group=group, execute=execute, late_delay=late_delay,
         contract=record.contract, docs=record.docs,
         instruction=record.instruction, condition=record.condition, operator=record.operator,
-        agent=record.agent, focal_tool=record.focal_tool,
+        agent=record.agent, tier=label.tier, pooled=label.pooled, focal_tool=record.focal_tool,
         focal_idempotency=record.focal_idempotency,
         focal_verification=record.focal_verification,
         focal_accepts_key=record.focal_accepts_key,

@@ -15,7 +15,7 @@ from typing import TypeGuard
 
 from limbo_plugin.extensions import declared
 from limbo_plugin.report.load import EpisodeRow
-from limbo_plugin.report.tables.agents import table3
+from limbo_plugin.report.tables.agents import table3, table3_tiers
 from limbo_plugin.report.tables.base import Result, Skipped, Table
 from limbo_plugin.report.tables.behaviour import table_behaviour
 from limbo_plugin.report.tables.conditions import table7
@@ -42,7 +42,8 @@ def _rows_only(fn: Callable[[Sequence[EpisodeRow]], Result]) -> Generator:
 
 
 TABLES: tuple[Generator, ...] = (
-    _rows_only(table3), _rows_only(table4), _rows_only(table_h1), _rows_only(table_h3),
+    _rows_only(table3), _rows_only(table3_tiers), _rows_only(table4), _rows_only(table_h1),
+    _rows_only(table_h3),
     _rows_only(table5),
     _rows_only(table_contract_classes),
     _rows_only(table6), _rows_only(table7), _rows_only(table_appendix_b),

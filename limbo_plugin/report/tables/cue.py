@@ -9,9 +9,9 @@ every test in the table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from limbo_plugin.report.facets import family_ranks
+from limbo_plugin.report.facets import family_ranks, pooled, tier_label, tiers_of, unpooled_note
 from limbo_plugin.report.icc import DUPLICATE, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
@@ -48,6 +48,14 @@ def pairs(rows: Sequence[EpisodeRow]) -> list[tuple[EpisodeRow, EpisodeRow]]:
     return sorted(out, key=lambda p: (p[0].agent, p[0].episode_id, p[0].condition))
 
 
+def _is_agent(agent: str) -> Callable[[EpisodeRow], bool]:
+    return lambda r: r.agent == agent
+
+
+def _in_tier(tier: str) -> Callable[[EpisodeRow], bool]:
+    return lambda r: pooled(r) and r.tier == tier
+
+
 def table10(rows: Sequence[EpisodeRow]) -> Result:
     if not any(r.instruction == "no_cue" for r in rows):
         return Skipped(ID, TITLE, "no episode with the no_cue instruction")
@@ -70,12 +78,18 @@ def table10(rows: Sequence[EpisodeRow]) -> Result:
     table = Table(ID, TITLE, "Paired episodes with and without the closing \"Make sure each "
                   "action happens exactly once.\" sentence: duplicate rates, discordant pairs "
                   "and exact McNemar tests (Holm-corrected over the table).", columns)
-    labels = [*agents, ALL_AGENTS] if len(agents) > 1 else agents
+    # per agent; each tier's models pooled (the paper's "frontier models move from 4% to 7%",
+    # the experiment spec's labels); all agents pooled. Pooled rows leave out pooled: false.
+    selectors: dict[str, Callable[[EpisodeRow], bool]] = {
+        agent: _is_agent(agent) for agent in agents}
+    if len(agents) > 1:
+        for tier in tiers_of([a for a, _ in matched]):
+            selectors[tier_label(tier, [a for a, _ in matched])] = _in_tier(tier)
+        selectors[ALL_AGENTS] = pooled
     raw: list[float] = []
-    for agent in labels:
+    for agent, selected in selectors.items():
         for name in groups:
-            chosen = [(a, b) for a, b in matched if fault_group(a) == name
-                      and (agent == ALL_AGENTS or a.agent == agent)]
+            chosen = [(a, b) for a, b in matched if fault_group(a) == name and selected(a)]
             if not chosen:
                 continue
             _, b, c, _ = paired_counts((a.duplicated, z.duplicated) for a, z in chosen)
@@ -90,4 +104,6 @@ def table10(rows: Sequence[EpisodeRow]) -> Result:
     for row, adjusted in zip(table.rows, holm(raw), strict=True):
         row["p_holm"] = adjusted
     table.notes.append(icc_note(book, DUPLICATE))
+    if (note := unpooled_note([a for a, _ in matched])) is not None and len(agents) > 1:
+        table.notes.append(note)
     return table

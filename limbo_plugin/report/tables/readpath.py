@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limbo_plugin.report.facets import model_of, unmitigated
+from limbo_plugin.report.facets import model_of, pooled, unmitigated, unpooled_note
 from limbo_plugin.report.icc import DUPLICATE, book_of
 from limbo_plugin.report.load import EpisodeRow, classify
 from limbo_plugin.report.tables.base import (
@@ -62,7 +62,7 @@ def h3_rows(rows: Sequence[EpisodeRow]) -> list[dict[str, Any]]:
     """The GEE's data: one mapping per episode in scope."""
     return [{"duplicate": int(r.duplicated), TERM: int(read_path(r) == "eventual"),
              "model": model_of(r.agent), "template": r.template}
-            for r in rows if in_scope(r)]
+            for r in rows if in_scope(r) and pooled(r)]
 
 
 def formula_for(data: Sequence[dict[str, Any]]) -> str:
@@ -118,7 +118,8 @@ def table_h3(rows: Sequence[EpisodeRow]) -> Result:
                   f"odds ratio of the eventual path over all agents; model: {formula_for(data)}"
                   ", clustered by template.", columns)
     for agent in [*agents, ALL_AGENTS] if len(agents) > 1 else agents:
-        mine = scope if agent == ALL_AGENTS else [r for r in scope if r.agent == agent]
+        mine = ([r for r in scope if pooled(r)] if agent == ALL_AGENTS
+                else [r for r in scope if r.agent == agent])
         cells: dict[str, Cell] = {
             "agent": agent, "episodes": len(mine),
             "eventual": rate([r for r in mine if read_path(r) == "eventual"], DUPLICATE, book),
@@ -132,4 +133,6 @@ def table_h3(rows: Sequence[EpisodeRow]) -> Result:
     table.notes.append(icc_note(book, DUPLICATE) + " The GEE interval is a 95% confidence "
                        "interval (Mancl–DeRouen errors, t on G − 1 df); it is fitted once, on "
                        f"the '{ALL_AGENTS if len(agents) > 1 else agents[0]}' row.")
+    if (note := unpooled_note(scope)) is not None:
+        table.notes.append(note + " The GEE leaves them out too.")
     return table

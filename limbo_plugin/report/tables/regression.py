@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limbo_plugin.report.facets import committed_fault, model_of, unmitigated
+from limbo_plugin.report.facets import (
+    committed_fault,
+    model_of,
+    pooled,
+    unmitigated,
+    unpooled_note,
+)
 from limbo_plugin.report.load import EpisodeRow, classify
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, quiet_fit
 
@@ -29,7 +35,7 @@ RISKY = frozenset({"non_idempotent_eventual", "non_idempotent_unverifiable"})
 def h1_rows(rows: Sequence[EpisodeRow]) -> list[dict[str, Any]]:
     out = []
     for r in rows:
-        if not (committed_fault(r) and r.focal_idempotency
+        if not (committed_fault(r) and r.focal_idempotency and pooled(r)
                 and unmitigated(r) and r.contract == "native"):
             continue
         label = classify(r.focal_idempotency, r.focal_verification, r.focal_accepts_key)
@@ -99,4 +105,6 @@ def table_h1(rows: Sequence[EpisodeRow]) -> Result:
     table.notes += [f"The fit failed — {f}" for f in failures]
     table.notes.append("The Bayesian interval is a 95% credible interval; the GEE interval a "
                        "95% confidence interval.")
+    if (note := unpooled_note([r for r in rows if committed_fault(r)])) is not None:
+        table.notes.append(note.replace("Pooled rows leave", "The fits leave"))
     return table

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from limbo_plugin.conditions.guard import GUARD_COMPONENTS
 from limbo_plugin.conditions.wording import CONDITIONS as WORDING
-from limbo_plugin.report.facets import VARIANTS
+from limbo_plugin.report.facets import VARIANTS, pooled, unpooled_note
 from limbo_plugin.report.icc import DUPLICATE, IccBook, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
@@ -151,7 +151,8 @@ def table_robustness(rows: Sequence[EpisodeRow]) -> Result:
                 continue
             agents = sorted(blocks)
             for agent in [*agents, ALL_AGENTS] if len(agents) > 1 else agents:
-                chosen = list(blocks.values()) if agent == ALL_AGENTS else [blocks[agent]]
+                chosen = ([b for a, b in blocks.items() if pooled(b.pairs[0][0])]
+                          if agent == ALL_AGENTS else [blocks[agent]])
                 pairs = [p for b in chosen for p in b.pairs]
                 if not pairs:
                     continue
@@ -171,6 +172,8 @@ def table_robustness(rows: Sequence[EpisodeRow]) -> Result:
     table.notes.append(icc_note(book, DUPLICATE) + " Rates are over matched worlds only; "
                        f"{dropped_total} variant episode(s) had no reference partner and are "
                        "left out (counted per row).")
+    if (note := unpooled_note([r for members in probes.values() for r in members])) is not None:
+        table.notes.append(note)
     return table
 
 

@@ -25,7 +25,9 @@ from limbo_plugin.report.facets import (
     contract_factor,
     harness_of,
     model_of,
+    pooled,
     unmitigated,
+    unpooled_note,
 )
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, group, quiet_fit
@@ -68,7 +70,8 @@ def table4(rows: Sequence[EpisodeRow]) -> Result:
     except ImportError:
         return Skipped(ID, TITLE, "this installation's limbo_plugin.stats has no "
                        "shapley_pseudo_r2")
-    eligible = [r for r in rows if native_unmitigated(r) and any(k(r) for k in SCOPES.values())]
+    eligible = [r for r in rows if native_unmitigated(r) and pooled(r)
+                and any(k(r) for k in SCOPES.values())]
     if not eligible:
         return Skipped(ID, TITLE, "no fired committed-fault or redelivery episode under the "
                        "native contract in the vanilla condition with default documentation, "
@@ -95,6 +98,8 @@ def table4(rows: Sequence[EpisodeRow]) -> Result:
                        "pseudo-R² row is McFadden's R² of the model with every varying factor. "
                        f"'{ONE_LEVEL}': the factor is constant in that column and contributes "
                        "nothing.")
+    if (note := unpooled_note([r for r in rows if native_unmitigated(r)])) is not None:
+        table.notes.append(note.replace("Pooled rows leave", "The fits leave"))
     return table
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from limbo_plugin.report.facets import ambiguous
+from limbo_plugin.report.facets import ambiguous, pooled, unpooled_note
 from limbo_plugin.report.icc import Measure, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
@@ -83,7 +83,8 @@ def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
                   "writes; Fisher's exact test of the difference; TOST for independent "
                   "proportions, ±5 pp.", columns)
     for agent in [*agents, ALL_AGENTS] if len(agents) > 1 else agents:
-        mine = scope if agent == ALL_AGENTS else [r for r in scope if r.agent == agent]
+        mine = ([r for r in scope if pooled(r)] if agent == ALL_AGENTS
+                else [r for r in scope if r.agent == agent])
         hard = [r for r in mine if r.focal_irreversible]
         soft = [r for r in mine if not r.focal_irreversible]
         cells: dict[str, Cell] = {"agent": agent, "irreversible": rate(hard, UNCHECKED, book),
@@ -98,4 +99,6 @@ def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
         table.rows.append(cells)
     table.notes.append(icc_note(book, UNCHECKED) + " 'no' means equivalence within ±5 pp could "
                        "not be established, not that the shares differ.")
+    if len(agents) > 1 and (note := unpooled_note(scope)) is not None:
+        table.notes.append(note)
     return table
