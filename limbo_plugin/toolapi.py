@@ -53,6 +53,18 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class RefusedArguments:
+    """Arguments judged where they were received, too large to travel further: ``rendering``
+    is :func:`safe_json` of what the agent sent (what a trace keeps of it) and ``problem`` what
+    :func:`normalize_arguments` found wrong with it. ``limbo mcp`` sends these in place of
+    arguments over the sandbox's body limit, so the call is still traced and answered with the
+    same ``invalid_arguments`` tool error an in-process agent gets."""
+
+    rendering: Any
+    problem: str
+
+
+@dataclass(frozen=True)
 class ToolResult:
     content: dict[str, Any]
     is_error: bool = False
@@ -109,6 +121,8 @@ def normalize_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | No
     """
     if arguments is None:
         arguments = {}
+    if isinstance(arguments, RefusedArguments):
+        return None, arguments.problem
     if isinstance(arguments, str | bytes):
         text = arguments.decode("utf-8", "replace") if isinstance(arguments, bytes) else arguments
         if len(text) > MAX_ARGUMENT_BYTES:
@@ -166,6 +180,8 @@ def safe_json(value: Any) -> Any:
     it is; anything else is rendered — strings with surrogates escaped, non-finite numbers and
     unknown objects as text, depth and length cut with ``…`` — deterministically.
     """
+    if type(value) is RefusedArguments:
+        return value.rendering
     if type(value) is str and len(value) * 6 + 2 <= MAX_RENDERED_CHARS:
         # A short string (a tool name): its JSON text, at most six characters per character
         # (``\u0000``), is within the limit; only a lone surrogate needs rendering.

@@ -15,7 +15,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from limbo_plugin.server.wire import CALL_PATH, TOOLS_PATH
+from limbo_plugin.server.wire import CALL_PATH, MAX_BODY_BYTES, TOOLS_PATH
 
 
 class SandboxError(Exception):
@@ -60,6 +60,8 @@ class SandboxClient:
         # included, to the episode's transport, which answers it with a tool error: encoding it
         # as UTF-8 here would fail and leave the MCP request without any answer.
         body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=True)
+        if len(body) > MAX_BODY_BYTES and (refused := refused_call(name, arguments)):
+            body = json.dumps(refused, ensure_ascii=True)
         reply = self._request("POST", CALL_PATH, body.encode("ascii"))
         text, is_error = reply.get("text"), reply.get("isError")
         if not isinstance(text, str) or not isinstance(is_error, bool):
@@ -92,6 +94,19 @@ class SandboxClient:
                 self._conn.close()
                 self._conn = None
             return _payload(response.status, data)
+
+
+def refused_call(name: str, arguments: Any) -> dict[str, Any] | None:
+    """The call to send when its arguments are over the sandbox's body limit: judged here by
+    the world's own check (arguments within its size limit always fit in the body, so these
+    fail it) and sent as their trace rendering with the verdict (``refused``). ``None`` when
+    they pass it (only a tool name of nearly a megabyte gets here)."""
+    from limbo_plugin.toolapi import normalize_arguments, safe_json
+
+    _, problem = normalize_arguments(arguments)
+    if problem is None:
+        return None
+    return {"name": name, "arguments": safe_json(arguments), "refused": problem}
 
 
 def _payload(status: int, data: bytes) -> dict[str, Any]:

@@ -29,9 +29,11 @@ Usage (the token is better passed in ``LIMBO_SANDBOX_TOKEN``, which ``ps`` does 
 from __future__ import annotations
 
 import argparse
+import contextvars
+import dataclasses
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from limbo_plugin.server.client import SandboxClient, SandboxError
@@ -63,7 +65,9 @@ def build_server(client: SandboxClient, name: str = SERVER_NAME) -> Any:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        arguments = {} if params.arguments is None else params.arguments
+        raw = _RAW_ARGUMENTS.get(_NONE)
+        arguments = raw if raw is not _NONE else (
+            {} if params.arguments is None else params.arguments)
         try:
             text, is_error = await anyio.to_thread.run_sync(client.call, params.name, arguments)
         except SandboxError as exc:
@@ -74,7 +78,35 @@ def build_server(client: SandboxClient, name: str = SERVER_NAME) -> Any:
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     is_error=is_error)
 
-    return Server(name, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool)
+    server = Server(name, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool)
+    server.middleware.append(_any_arguments)
+    return server
+
+
+_NONE = object()
+_RAW_ARGUMENTS: contextvars.ContextVar[Any] = contextvars.ContextVar("limbo_raw_arguments")
+
+
+async def _any_arguments(ctx: Any, call_next: Any) -> Any:
+    """Server middleware: a ``tools/call`` whose ``arguments`` is not an object (a list, a
+    number, a JSON text) reaches :func:`build_server`'s handler as sent, not the SDK's ``-32602``.
+
+    An in-process agent that sends such arguments gets an ``invalid_arguments`` tool error in
+    its trace (or, for a JSON text, its call parsed); over MCP it must be the same call. The
+    SDK validates ``params`` after the middleware, so the value rides past it in a context
+    variable and ``arguments`` is left out of what the SDK sees."""
+    params = ctx.params
+    if ctx.method != "tools/call" or not isinstance(params, Mapping):
+        return await call_next(ctx)
+    arguments = params.get("arguments")
+    if arguments is None or isinstance(arguments, dict):
+        return await call_next(ctx)
+    token = _RAW_ARGUMENTS.set(arguments)
+    try:
+        without = {k: v for k, v in params.items() if k != "arguments"}
+        return await call_next(dataclasses.replace(ctx, params=without))
+    finally:
+        _RAW_ARGUMENTS.reset(token)
 
 
 def _snake(annotations: Any) -> dict[str, Any]:

@@ -39,8 +39,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from limbo_plugin.errors import EpisodeOver
 from limbo_plugin.server.loopback import LOOPBACK, LoopbackHTTPServer
-from limbo_plugin.server.wire import CALL_PATH, HEALTH_PATH, TOOLS_PATH, result_wire, tool_wire
-from limbo_plugin.toolapi import ToolResult, tool_error
+from limbo_plugin.server.wire import (
+    CALL_PATH,
+    HEALTH_PATH,
+    MAX_BODY_BYTES,
+    TOOLS_PATH,
+    result_wire,
+    tool_wire,
+)
+from limbo_plugin.toolapi import RefusedArguments, ToolResult, tool_error
 
 if TYPE_CHECKING:
     from limbo_plugin.contracts import ToolDefinition
@@ -56,7 +63,6 @@ class AgentSession(Protocol):
 
     def call(self, name: str, arguments: Any = None) -> ToolResult: ...
 
-MAX_BODY_BYTES = 1_000_000
 
 
 @dataclass
@@ -309,11 +315,16 @@ def _parse_call(body: bytes) -> tuple[str, Any]:
     name = payload.get("name")
     if not isinstance(name, str) or not name:
         raise RequestError(400, "bad_request", '"name" must be a non-empty string')
-    unknown = set(payload) - {"name", "arguments"}
+    unknown = set(payload) - {"name", "arguments", "refused"}
     if unknown:
         raise RequestError(400, "bad_request",
                            f"unknown field(s) {', '.join(sorted(unknown))}; "
-                           'expected "name" and "arguments"')
+                           'expected "name" and "arguments" (and "refused")')
     # Malformed *arguments* are the agent's mistake, not the request's: the transport answers
     # them with a tool error, exactly as it does for an in-process agent.
+    refused = payload.get("refused")
+    if refused is not None:  # judged by limbo mcp: too large to send (see RefusedArguments)
+        if not isinstance(refused, str) or not refused:
+            raise RequestError(400, "bad_request", '"refused" must be a non-empty string')
+        return name, RefusedArguments(payload.get("arguments"), refused)
     return name, payload.get("arguments")

@@ -30,6 +30,10 @@ from typing import Any
 TRANSPORTS = ("stdio", "streamable-http")
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("localhost",)
+MAX_HTTP_BODY_BYTES = 64 * 1024 * 1024
+"""The largest request the HTTP endpoint reads (the SDK's default is 4 MiB). A model's tool call
+is far smaller; what is larger still reaches the episode, to be refused as a tool error the way
+an in-process agent's would be, instead of failing as an HTTP 413 nobody records."""
 
 
 def is_loopback(host: str) -> bool:
@@ -92,7 +96,8 @@ def http_app(server: Any, host: str, port: int, token: str | None) -> Any:
                                      resource_server_url=None),
                 "token_verifier": EpisodeTokenVerifier(token)}
     return server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
-                                      transport_security=security, **auth)
+                                      transport_security=security,
+                                      max_request_body_size=MAX_HTTP_BODY_BYTES, **auth)
 
 
 async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0.1",

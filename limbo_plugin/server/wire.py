@@ -24,6 +24,9 @@ TOKEN_ENV = "LIMBO_SANDBOX_TOKEN"
 does not show in ``ps``)."""
 URL_ENV = "LIMBO_SANDBOX_URL"
 """Environment variable that may carry the sandbox URL to ``limbo mcp``."""
+MAX_BODY_BYTES = 1_000_000
+"""The largest request body the sandbox service reads. ``limbo mcp`` sends a call whose
+arguments would exceed it as :class:`~limbo_plugin.toolapi.RefusedArguments` (``refused``)."""
 SERVER_NAME = "acme"
 """The MCP server's name: the harness preamble (paper A.2) tells the agent to use only the tools
 of the ``acme`` MCP server, so that is what harnesses call it."""

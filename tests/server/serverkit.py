@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.episode import run_episode
 from limbo_plugin.records import EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.server.launch import McpLaunch
 from limbo_plugin.spec.registry import SpecRegistry
 
 REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
@@ -73,3 +76,51 @@ def http_client(url: str, token: str, read_timeout_seconds: float = 60) -> Any:
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
     return Client(streamable_http_client(url, http_client=http),
                   read_timeout_seconds=read_timeout_seconds)
+
+
+def raw_line(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC message as a stdio line."""
+    return (json.dumps(message) + "\n").encode()
+
+
+def raw_session(launch: McpLaunch, requests: list[bytes], expect_ids: set[int], *,
+                in_turn: bool = False) -> dict[int, Any]:
+    """A raw JSON-RPC peer of a fresh stdio ``limbo mcp``: handshake as a 2025-06-18 client,
+    send ``requests``, collect replies by id. ``in_turn``: each request only once the one before
+    it is answered, as a harness waits for a tool's result (the server answers requests
+    concurrently, so requests sent at once may reach the episode in another order)."""
+    process = subprocess.Popen(launch.argv, env={**os.environ, **launch.env},
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(raw_line({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                      "params": {"protocolVersion": "2025-06-18",
+                                                 "capabilities": {},
+                                                 "clientInfo": {"name": "raw-test",
+                                                                "version": "0"}}}))
+        process.stdin.write(raw_line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        process.stdin.flush()
+        replies: dict[int, Any] = {}
+        waiting = list(reversed(requests))
+        while not expect_ids <= set(replies):
+            line = process.stdout.readline()
+            if not line:
+                raise AssertionError(f"the server closed its output; replies so far: {replies}")
+            message = json.loads(line)
+            if "id" in message and message["id"] is not None:
+                replies[int(message["id"])] = message
+                while waiting:
+                    process.stdin.write(waiting.pop())
+                    if in_turn:
+                        break
+                process.stdin.flush()
+        assert process.poll() is None  # still running after all of that
+        return replies
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from serverkit import LOST_ACK, http_client, in_episode
+from serverkit import LOST_ACK, http_client, in_episode, raw_line, raw_session
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.runconfig import RunConfig
@@ -125,26 +125,30 @@ def test_malformed_json_rpc_gets_errors_and_the_server_keeps_serving() -> None:
     def body(session: AgentSession) -> Any:
         with shared_sandbox().episode(session) as lease:
             launch = mcp_launch(lease.url, lease.token)
-            return _raw_session(launch, [
+            return raw_session(launch, [
                 b"this is not json\n",
-                _line({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"}),
-                _line({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                raw_line({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"}),
+                raw_line({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                        "params": {"name": "wait", "arguments": [5]}}),
-                _line({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                raw_line({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                        "params": {"arguments": {"seconds": 1}}}),
-                _line({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                raw_line({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
                        "params": {"name": "wait", "arguments": {"seconds": 4}}}),
-                _line({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}),
+                raw_line({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}),
             ], expect_ids={2, 3, 4, 5, 6})
 
     replies, record = in_episode(body)
-    for request_id in (2, 3, 4):
+    for request_id in (2, 4):  # no such method; no tool name
         assert "error" in replies[request_id], replies[request_id]
         assert isinstance(replies[request_id]["error"]["code"], int)
+    # arguments that are not an object are the agent's mistake: a tool error, as in process
+    assert replies[3]["result"]["isError"] is True
+    assert "invalid_arguments" in replies[3]["result"]["content"][0]["text"]
     assert replies[5]["result"]["isError"] is False
     assert "waited_s" in replies[5]["result"]["content"][0]["text"]
-    assert len(replies[6]["result"]["tools"]) == len(record.trace) + 10  # 11 tools, 1 call
-    assert [e.tool for e in record.trace] == ["wait"]  # nothing malformed reached the world
+    assert len(replies[6]["result"]["tools"]) == 11
+    assert [e.tool for e in record.trace] == ["wait", "wait"]
+    assert record.sim_seconds == 4 + 1  # the refused call cost its second, as in process
 
 
 def test_streamable_http_transport_serves_the_same_tools() -> None:
@@ -171,7 +175,7 @@ def test_streamable_http_transport_serves_the_same_tools() -> None:
     (["--url", "http://127.0.0.1:9"], {}, "--token"),
     (["--url", "ftp://x", "--token", "t"], {}, "http://host:port"),
 ])
-def test_limbo_mcp_usage_errors_are_one_line(args: list[str], env: dict[str, str],
+def test_limbo_mcp_usage_errors_are_oneraw_line(args: list[str], env: dict[str, str],
                                             message: str) -> None:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("LIMBO_SANDBOX")}
     result = subprocess.run([sys.executable, "-m", "limbo_plugin.cli", "mcp", *args],
@@ -222,49 +226,7 @@ def _session_tools() -> Any:
     return registry.catalog().for_services(task.services)
 
 
-def _line(message: dict[str, Any]) -> bytes:
-    return (json.dumps(message) + "\n").encode()
-
-
-def _raw_session(launch: McpLaunch, requests: list[bytes], expect_ids: set[int]
-                 ) -> dict[int, Any]:
-    """Handshake as a 2025-06-18 client, send ``requests``, collect replies by id."""
-    process = subprocess.Popen(launch.argv, env={**os.environ, **launch.env},
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
-    assert process.stdin is not None and process.stdout is not None
-    try:
-        process.stdin.write(_line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw-test", "version": "0"}}}))
-        process.stdin.write(_line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        process.stdin.flush()
-        replies: dict[int, Any] = {}
-        sent = False
-        while not expect_ids <= set(replies):
-            line = process.stdout.readline()
-            if not line:
-                raise AssertionError(f"the server closed its output; replies so far: {replies}")
-            message = json.loads(line)
-            if "id" in message and message["id"] is not None:
-                replies[int(message["id"])] = message
-            if 1 in replies and not sent:
-                for request in requests:
-                    process.stdin.write(request)
-                process.stdin.flush()
-                sent = True
-        assert process.poll() is None  # still running after all of that
-        return replies
-    finally:
-        process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def test_the_token_travels_in_the_environment_never_on_the_command_line() -> None:
+def test_the_token_travels_in_the_environment_never_on_the_commandraw_line() -> None:
     launch = mcp_launch("http://127.0.0.1:1234", "s3cret-token")
     assert all("s3cret-token" not in arg for arg in launch.argv)
     assert launch.env[TOKEN_ENV] == "s3cret-token"
