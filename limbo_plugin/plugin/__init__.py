@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import gc
-import itertools
 import math
 import signal
 import threading
@@ -25,7 +24,13 @@ import pytest
 
 from limbo_plugin.discovery import given_limbo_options, names_experiments, redirect_collection
 from limbo_plugin.errors import LimboError, SpecError, UsageError
-from limbo_plugin.plugin.options import VALUED, add_options, flag_of_agent_field, option
+from limbo_plugin.plugin.options import (
+    VALUED,
+    add_options,
+    check_rootdir,
+    flag_of_agent_field,
+    option,
+)
 from limbo_plugin.records import RUN_FIELDS
 from limbo_plugin.report.record_files import shown_path
 
@@ -471,48 +476,6 @@ def load_baseline(state: LimboState) -> tuple[Path, list[Outcome]]:
     if not records:
         raise UsageError(f"--limbo-baseline: {shown_path(path)} holds no records")
     return path, records
-
-
-PATH_OPTIONS = ("--limbo-records", "--limbo-gate", "--limbo-baseline", "--limbo-specs",
-                "--limbo-cassette")
-
-
-def check_rootdir(config: pytest.Config) -> None:
-    """pytest chooses its rootdir (and so its ini file and ``testpaths``) before any plugin is
-    loaded, from the positional paths it sees: in ``--limbo-records /data/run.jsonl`` the value
-    is one once the file exists, and the next run would start from ``/data`` and collect
-    whatever lies there. No plugin can register its options before that, so a path option
-    whose value lies outside the project after a space is refused on every run, the first
-    (file not written yet) included, with the spelling that works (``--limbo-records=…``)."""
-    if config.getoption("rootdir", None) or config.getoption("inifilename", None):
-        return  # the user chose the rootdir or the ini file; nothing was guessed
-    invocation = Path(config.invocation_params.dir)
-    args = [str(arg) for arg in config.invocation_params.args]
-    for flag, value in itertools.pairwise(args):
-        if flag not in PATH_OPTIONS:
-            continue
-        path = invocation / value
-        existing = next(p for p in (path, *path.parents) if p.exists())
-        if _config_dir(existing if existing.is_dir() else existing.parent) != \
-                _config_dir(invocation):
-            raise UsageError(f"{flag} {value}: after a space pytest takes {value} for a test "
-                             "path once it exists and starts the run from its directory (it "
-                             f"reads paths before Limbo's options are known); write "
-                             f"{flag}={value}")
-
-
-CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "setup.py")
-
-
-def _config_dir(start: Path) -> Path | None:
-    """The nearest directory at or above ``start`` holding a file pytest may take for its
-    configuration: where a rootdir search from ``start`` ends. A path option's value and the
-    working directory that end in different places would give different rootdirs."""
-    start = start.resolve()
-    for directory in (start, *start.parents):
-        if any((directory / name).is_file() for name in CONFIG_FILES):
-            return directory
-    return None
 
 
 class RunIdToWorkers:

@@ -9,11 +9,14 @@ default in :class:`~limbo_plugin.runconfig.RunConfig`, agent options in
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import pytest
 
+from limbo_plugin.errors import UsageError
 from limbo_plugin.records import DEFAULT_RECORDS
 
 
@@ -147,3 +150,45 @@ def flag_of_agent_field(field: str) -> str:
     """The flag that sets an :class:`AgentOptions` field (for its error message)."""
     opt = BY_AGENT_FIELD.get(field)
     return opt.flag if opt is not None else field
+
+
+PATH_OPTIONS = tuple(o.flag for o in OPTIONS if o.metavar.split("|")[0] in ("PATH", "DIR"))
+"""The options whose value is a path (``--limbo-records``, ``--limbo-specs``, …)."""
+
+
+def check_rootdir(config: pytest.Config) -> None:
+    """pytest chooses its rootdir (and so its ini file and ``testpaths``) before any plugin is
+    loaded, from the positional paths it sees: in ``--limbo-records /data/run.jsonl`` the value
+    is one once the file exists, and the next run would start from ``/data`` and collect
+    whatever lies there. No plugin can register its options before that, so a path option
+    whose value lies outside the project after a space is refused on every run, the first
+    (file not written yet) included, with the spelling that works (``--limbo-records=…``)."""
+    if config.getoption("rootdir", None) or config.getoption("inifilename", None):
+        return  # the user chose the rootdir or the ini file; nothing was guessed
+    invocation = Path(config.invocation_params.dir)
+    args = [str(arg) for arg in config.invocation_params.args]
+    for flag, value in itertools.pairwise(args):
+        if flag not in PATH_OPTIONS:
+            continue
+        path = invocation / value
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        if _config_dir(existing if existing.is_dir() else existing.parent) != \
+                _config_dir(invocation):
+            raise UsageError(f"{flag} {value}: after a space pytest takes {value} for a test "
+                             "path once it exists and starts the run from its directory (it "
+                             f"reads paths before Limbo's options are known); write "
+                             f"{flag}={value}")
+
+
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "setup.py")
+
+
+def _config_dir(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding a file pytest may take for its
+    configuration: where a rootdir search from ``start`` ends. A path option's value and the
+    working directory that end in different places would give different rootdirs."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if any((directory / name).is_file() for name in CONFIG_FILES):
+            return directory
+    return None
