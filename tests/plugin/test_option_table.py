@@ -42,7 +42,7 @@ def test_every_run_configuration_field_has_its_option() -> None:
 
 
 def test_a_bad_agent_option_names_its_flag() -> None:
-    from limbo_plugin.plugin import parse_agent_options
+    from limbo_plugin.plugin.settings import parse_agent_options
 
     for field, value in (("provider_retries", "0"), ("cassette_mode", "sometimes"),
                          ("provider_backoff_s", "-1")):

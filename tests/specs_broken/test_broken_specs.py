@@ -214,7 +214,7 @@ def test_a_symlink_to_an_endless_device_is_refused_unread(tmp_path: Path) -> Non
 def test_an_option_out_of_range_is_one_line(flag: str, value: str, says: str) -> None:
     from limbo_plugin.agents.options import parse_model_options
     from limbo_plugin.errors import UsageError
-    from limbo_plugin.plugin import _shard, _time_limit
+    from limbo_plugin.plugin.settings import _shard, _time_limit
 
     parse = {"--limbo-shard": _shard, "--limbo-episode-timeout": _time_limit,
              "--model-option": lambda raw: parse_model_options([raw])}[flag]
