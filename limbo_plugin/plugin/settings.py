@@ -16,7 +16,7 @@ from limbo_plugin.records import RUN_FIELDS
 
 if TYPE_CHECKING:
     from limbo_plugin.agents.options import AgentOptions
-    from limbo_plugin.plugin import SkipReason
+    from limbo_plugin.plugin.items import SkipReason
     from limbo_plugin.report.custody import RecordsLock
     from limbo_plugin.report.gate import GateResult, GateSpec
     from limbo_plugin.report.outcomes import Outcome
