@@ -1,4 +1,5 @@
-"""What the end-of-run summary and the gate read of each episode: a slim, slotted row.
+"""What the end-of-run summary, the gate and ``limbo runs`` read of each episode: a slim,
+slotted row.
 
 A record's trace and ledger are most of its bytes and all of its parsing cost, and neither the
 family table nor the gate reads them. So the controller keeps one :class:`Outcome` per episode
@@ -11,69 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
-from limbo_plugin.records import RECORD_SCHEMA_VERSION, run_fingerprint
+from limbo_plugin.records import RECORD_SCHEMA_VERSION, EpisodeRecord, run_fingerprint
 from limbo_plugin.report.record_files import (
     RecordScan,
     line_problem,
     scan_file,
     validation_problem,
 )
-
-
-class UsageLike(Protocol):
-    @property
-    def prompt_tokens(self) -> int: ...
-    @property
-    def completion_tokens(self) -> int: ...
-    @property
-    def cost_usd(self) -> float: ...
-    @property
-    def unpriced_calls(self) -> int: ...
-
-
-class GradedEpisode(Protocol):
-    """What :func:`~limbo_plugin.report.aggregate.summarize` and the gate read: an
-    :class:`Outcome`, or a whole :class:`~limbo_plugin.records.EpisodeRecord`."""
-
-    @property
-    def episode_id(self) -> str: ...
-    @property
-    def template(self) -> str: ...
-    @property
-    def family(self) -> str: ...
-    @property
-    def agent(self) -> str: ...
-    @property
-    def contract(self) -> str: ...
-    @property
-    def docs(self) -> str: ...
-    @property
-    def instruction(self) -> str: ...
-    @property
-    def condition(self) -> str: ...
-    @property
-    def operator(self) -> str: ...
-    @property
-    def fired(self) -> bool: ...
-    @property
-    def ts(self) -> bool | None: ...
-    @property
-    def eos(self) -> bool | None: ...
-    @property
-    def overclaim(self) -> bool | None: ...
-    @property
-    def duplicates(self) -> int: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def usage(self) -> UsageLike | None: ...
-    @property
-    def passed(self) -> bool: ...
-    def fingerprint(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +57,7 @@ class Outcome:
     experiment: str | None = None
     arm: str | None = None
     repeat: int = 0
+    run_id: str | None = None
 
     def fingerprint(self) -> str:
         return run_fingerprint(self)
@@ -128,6 +77,10 @@ class Outcome:
         """The outcome of one JSONL record line (``ValueError`` if it is not a record)."""
         return _FROM_JSON.validate_json(line)
 
+
+GradedEpisode = Outcome | EpisodeRecord
+"""What :func:`~limbo_plugin.report.aggregate.summarize` and the gate read: an :class:`Outcome`,
+or a whole :class:`~limbo_plugin.records.EpisodeRecord` (the same fields, declared there)."""
 
 _FROM_JSON = TypeAdapter(Outcome)
 """Validates a record line straight into an :class:`Outcome`: the fields it does not declare

@@ -18,9 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from limbo_plugin.records import RUN_DEFAULTS, RUN_FIELDS, run_fingerprint
+from limbo_plugin.report.outcomes import Outcome
 from limbo_plugin.report.record_files import history_files, shown_path
 
 SELECTION_FLAGS = ("-k", "-m", "--experiment", "--limbo-shard", "--limbo-repeat", "--lf",
@@ -88,21 +89,6 @@ def read_run_log(records: str | Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-class _RunRow(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    run_id: str | None = None
-    agent: str
-    contract: str
-    docs: str
-    instruction: str
-    condition: str
-    operator: str
-    eos: bool
-    overclaim: bool
-    error: str | None = None
-
-
 @dataclass
 class RunFile:
     """One records file as ``limbo runs`` describes it."""
@@ -153,7 +139,7 @@ def describe(path: Path) -> RunFile:
             if not raw.strip():
                 continue
             try:
-                row = _RunRow.model_validate_json(raw)
+                row = Outcome.from_json(raw)
             except (ValidationError, ValueError):
                 info.unreadable += 1
                 continue
