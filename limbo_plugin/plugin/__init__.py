@@ -65,6 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
         lean_spec_run(config)
     if not state.active:
         return
+    from limbo_plugin.plugin.scrub_reports import ScrubbedReports
+
+    config.pluginmanager.register(ScrubbedReports(), "limbo-scrub-reports")
     if not state.is_worker:
         from limbo_plugin.report.record_files import RecordWriter
 

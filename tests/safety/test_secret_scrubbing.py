@@ -214,3 +214,47 @@ def test_a_harness_printing_its_keys_leaves_them_out_of_record_and_transcript(
     text = "".join(path.read_text() for path in kept)
     assert "auth failed for" in text and text.count("[secret ") >= 10, text
     assert leaks(text, KEY, OTHER) == []
+
+
+# -- through pytest: the terminal, the records file, Allure ------------------------------------
+LEAKY_AGENT = """\
+import base64, json, logging, os, sys, urllib.parse
+
+KEY = os.environ["OPENAI_API_KEY"]
+FORMS = " ".join([KEY, json.dumps(KEY), repr(KEY), urllib.parse.quote(KEY, safe=""),
+                  base64.b64encode(("user:" + KEY).encode()).decode()])
+
+
+class Leaky:
+    def run(self, session):
+        print("stdout:", FORMS)
+        print("stderr:", FORMS, file=sys.stderr)
+        logging.getLogger("leaky").warning("log: %s", FORMS)
+        raise RuntimeError("the gateway refused " + FORMS)
+"""
+
+
+def test_no_form_of_a_key_reaches_the_terminal_the_records_or_allure(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent prints the key in every form (stdout, stderr, a log) and raises with it: the
+    episode is an error whose text, captured output and Allure attachments all hold
+    ``[secret OPENAI_API_KEY]`` instead."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    (project.path / "leaky_agent.py").write_text(LEAKY_AGENT)
+    result = project.runpytest_subprocess(
+        "--experiment", "small", "-k", "incident_open and lost_ack", "-p", "no:randomly",
+        "--agent", "python:leaky_agent:Leaky", "--alluredir", "allure-results", "-rA")
+    result.assert_outcomes(errors=1)
+    terminal = result.stdout.str() + result.stderr.str()
+    assert "the gateway refused [secret OPENAI_API_KEY]" in terminal, terminal[-3000:]
+    assert "Captured stdout" in terminal and "Captured stderr" in terminal, terminal[-3000:]
+    assert leaks(terminal, KEY) == [], terminal[-3000:]
+    (record,) = [json.loads(line) for line in
+                 (project.path / "reports" / "episodes.jsonl").read_text().splitlines()]
+    assert "[secret OPENAI_API_KEY]" in record["error"]
+    allure = list((project.path / "allure-results").iterdir())
+    attached = "".join(path.read_text(errors="replace") for path in allure)
+    assert "stdout: [secret OPENAI_API_KEY]" in attached, "the control: output is attached"
+    for path in [*allure, *(project.path / "reports").rglob("*")]:
+        if path.is_file():
+            assert leaks(path.read_text(errors="replace"), KEY) == [], path
