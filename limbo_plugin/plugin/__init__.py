@@ -66,8 +66,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not state.active:
         return
     from limbo_plugin.plugin.scrub_reports import ScrubbedReports
+    from limbo_plugin.plugin.worker_watch import watch_workers
 
     config.pluginmanager.register(ScrubbedReports(), "limbo-scrub-reports")
+    watch_workers(config, state.records_path, state.episode_timeout)
     if not state.is_worker:
         from limbo_plugin.report.record_files import RecordWriter
 
