@@ -34,9 +34,10 @@ from limbo_plugin.report.tables.base import (
 
 ID = "table7_conditions"
 TITLE = "Table 7: recovery conditions"
-ORDER = ("vanilla", "aware", "reflect", "sdk_retry", "rules", "vbr", "wait", "guard",
-         "guard-no-key", "guard-no-consistency", "guard-no-block", "guard-no-annotate",
-         "state_oracle", "outcome_oracle")
+ORDER = ("vanilla", "aware", "reflect", "paraphrase_1", "paraphrase_2", "paraphrase_3",
+         "sdk_retry", "rules", "vbr", "wait", "guard", "guard-no-key", "guard-no-consistency",
+         "guard-no-block", "guard-no-annotate", "guard-no-promise", "state_oracle",
+         "outcome_oracle")
 OPERATOR_MINUTES = 15.0
 ALL_AGENTS = "all agents"
 
