@@ -158,6 +158,9 @@ class Usage(Documented):
     """Prompt tokens over all model calls of the episode."""
     completion_tokens: int = 0
     """Completion tokens over all model calls of the episode."""
+    cached_prompt_tokens: int = 0
+    """Of ``prompt_tokens``, those the provider served from its prompt cache, where the agent
+    reports them (a harness CLI's usage events); 0 when not reported."""
     cost_usd: float = 0.0
     """Cost in US dollars by the provider's price list; 0 when the model has no known price."""
     model_calls: int = 0

@@ -52,6 +52,7 @@ from limbo_plugin.agents.harness_install import (
 from limbo_plugin.agents.harness_spec import (
     FileSpec,
     HarnessSpec,
+    LineMatch,
     SourceSpec,
     render,
     render_command,
@@ -291,17 +292,23 @@ def _model_error(spec: HarnessSpec, session: AgentSession, root: Path, home: Pat
     if session.end_reason == "finished":
         return None
     for error in spec.model_errors:
-        seen: list[str] = []
-        for path in _source_files(error.source, root, home):
-            if error.contains is not None:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    seen += [x.strip() for x in handle if error.contains in x]
-                continue
-            seen += [json.dumps(event) for event in _json_lines(path)
-                     if all(_dig(event, k) == v for k, v in error.where.items())]
+        seen = _matching_lines(error, root, home)
         if len(seen) >= error.times:
             return f"{GATEWAY_FAILED}: {scrub(seen[-1])[:300]}"
     return None
+
+
+def _matching_lines(match: LineMatch, root: Path, home: Path) -> list[str]:
+    """The lines of ``match.source`` that ``match`` selects (JSON lines re-serialised)."""
+    seen: list[str] = []
+    for path in _source_files(match.source, root, home):
+        if match.contains is not None:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                seen += [x.strip() for x in handle if match.contains in x]
+            continue
+        seen += [json.dumps(event) for event in _json_lines(path)
+                 if all(_dig(event, k) == v for k, v in match.where.items())]
+    return seen
 
 
 # -- files, usage, transcripts ---------------------------------------------------------------
@@ -335,7 +342,7 @@ def _add_usage(session: AgentSession, spec: HarnessSpec, root: Path, home: Path)
     usage_spec = spec.usage
     if usage_spec is None:
         return
-    prompt = completion = calls = 0
+    prompt = completion = calls = cached = 0
     for path in _source_files(usage_spec.source, root, home):
         if usage_spec.format == "sqlite":
             assert usage_spec.query is not None
@@ -348,14 +355,20 @@ def _add_usage(session: AgentSession, spec: HarnessSpec, root: Path, home: Path)
                 prompt += int(row[0] or 0)
                 completion += int(row[1] or 0)
                 calls += int(row[2] or 0) if len(row) > 2 else 0
+                cached += int(row[3] or 0) if len(row) > 3 else 0
             continue
         for event in _json_lines(path):
             if all(_dig(event, k) == v for k, v in usage_spec.where.items()):
                 prompt += int(_dig(event, usage_spec.prompt_tokens or "") or 0)
                 completion += int(_dig(event, usage_spec.completion_tokens or "") or 0)
+                if usage_spec.cached_tokens:
+                    cached += int(_dig(event, usage_spec.cached_tokens) or 0)
                 calls += 1
+    if usage_spec.requests is not None:  # the usage events are per turn: count the requests
+        calls = len(_matching_lines(usage_spec.requests, root, home))
     session.usage.prompt_tokens += prompt
     session.usage.completion_tokens += completion
+    session.usage.cached_prompt_tokens += cached
     session.usage.model_calls += calls
     session.usage.unpriced_calls += calls  # a CLI reports tokens, never what they cost
 

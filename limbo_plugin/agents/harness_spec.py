@@ -104,16 +104,36 @@ class SourceSpec(_Strict):
     query: str | None = None
 
 
+class LineMatch(_Strict):
+    """Lines of a CLI's output that mean something: a JSON line matching ``where`` (dotted
+    paths), or a line containing ``contains``, in ``source``."""
+
+    source: str = "stdout"
+    where: dict[str, Any] = Field(default_factory=dict)
+    contains: str | None = None
+
+    @model_validator(mode="after")
+    def _one_test(self) -> LineMatch:
+        if bool(self.where) == bool(self.contains):
+            raise ValueError("give exactly one of where (a JSON-line match) or contains (text)")
+        return self
+
+
 class UsageSpec(_Strict):
-    """Where token counts are: JSON lines (sum ``prompt_tokens``/``completion_tokens``, dotted
-    paths, over events matching ``where``) or a SQLite query returning
-    ``(prompt, completion, model calls)``."""
+    """Where token counts are: JSON lines (sum ``prompt_tokens``/``completion_tokens`` and
+    ``cached_tokens``, dotted paths, over events matching ``where``) or a SQLite query returning
+    ``(prompt, completion, model calls[, cached prompt tokens])``."""
 
     source: str
     format: Literal["jsonl", "sqlite"] = "jsonl"
     where: dict[str, Any] = Field(default_factory=dict)
     prompt_tokens: str | None = None
     completion_tokens: str | None = None
+    cached_tokens: str | None = None
+    """The part of the prompt tokens the provider served from its prompt cache."""
+    requests: LineMatch | None = None
+    """Lines that each mark one request to the model, for a CLI whose usage events cover a
+    whole turn of several requests (Codex); without it each usage event is one model call."""
     query: str | None = None
 
     @model_validator(mode="after")
@@ -125,23 +145,13 @@ class UsageSpec(_Strict):
         return self
 
 
-class ErrorSpec(_Strict):
-    """How the CLI reports that its model gateway failed for good: a JSON line matching
-    ``where`` (dotted paths), or a line containing ``contains``, in ``source``."""
+class ErrorSpec(LineMatch):
+    """How the CLI reports that its model gateway failed for good."""
 
-    source: str = "stdout"
-    where: dict[str, Any] = Field(default_factory=dict)
-    contains: str | None = None
     times: int = Field(default=1, ge=1, le=1000)
     """How many such lines mean the CLI has given up (a CLI that retries reports each try).
     The output is watched while the CLI runs, so one that keeps reconnecting is stopped then,
     not at the wall-clock limit."""
-
-    @model_validator(mode="after")
-    def _one_test(self) -> ErrorSpec:
-        if bool(self.where) == bool(self.contains):
-            raise ValueError("give exactly one of where (a JSON-line match) or contains (text)")
-        return self
 
 
 class ModelCatalogSpec(_Strict):

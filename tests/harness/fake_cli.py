@@ -32,11 +32,16 @@ async def main(mode: str, config: str, prompt: str) -> None:
                                        env=server["env"])
     async with Client(stdio_client(parameters)) as client:
         tools = (await client.list_tools()).tools
-        print(json.dumps({"type": "usage", "prompt": 100, "completion": 7}), flush=True)
+        print(json.dumps({"type": "usage", "prompt": 100, "completion": 7, "cached": 40}),
+              flush=True)
         if mode == "sigkill":
             os.kill(os.getpid(), signal.SIGKILL)
         await client.call_tool("wait", {"seconds": 3})
-        print(json.dumps({"type": "usage", "prompt": 200, "completion": 5}), flush=True)
+        print(json.dumps({"type": "usage", "prompt": 200, "completion": 5, "cached": 60}),
+              flush=True)
+        if mode == "per-turn":  # usage per turn, one log line per request to the model
+            for _ in range(3):
+                print("fake: model request sent", file=sys.stderr, flush=True)
         if mode == "no-finish":
             return
         if mode == "reconnecting":  # a CLI that never gives up on an unreachable gateway

@@ -66,8 +66,11 @@ def test_blind_retry_duplicates_a_lost_ack_and_verify_first_does_not(
     outcomes = {}
     for policy in ("blind_retry", "verify_first"):
         for key in (LOST_ACK, LATE_COMMIT):
+            before = len(model_server.requests)
             record = _episode(name, policy, key, model_server, tmp_path)
             assert record.error is None, record.error
+            # one model call per request the gateway saw (Codex's usage events are per turn)
+            assert record.usage.model_calls == len(model_server.requests) - before, name
             reference = run_episode(key, RunConfig(agent=f"scripted:{policy}"), registry=REGISTRY)
             assert _graded(record) == _graded(reference), (name, policy, key.id)
             assert record.harness is not None and record.harness.tool_listings >= 1

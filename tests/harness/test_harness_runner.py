@@ -55,6 +55,21 @@ def test_a_cli_that_finishes_is_graded_with_usage_and_a_transcript(
     assert '"names"' in (transcript / "00-stdout").read_text()
 
 
+def test_requests_are_counted_where_usage_events_cover_a_turn(
+        fake_harness: Any, model_server: OpenAIServer, tmp_path: Path) -> None:
+    """Codex reports usage once per turn, and a turn makes a request per tool round: counting
+    the usage events said 1 model call where the gateway saw 7. ``requests`` counts the CLI's own
+    line per request instead; cached prompt tokens are summed apart."""
+    usage = {"source": "stdout", "where": {"type": "usage"}, "prompt_tokens": "prompt",
+             "completion_tokens": "completion", "cached_tokens": "cached",
+             "requests": {"source": "stderr", "contains": "model request sent"}}
+    record = _run(fake_harness("per-turn", usage=usage), model_server, tmp_path / "reports")
+    assert record.error is None and record.usage is not None
+    assert (record.usage.prompt_tokens, record.usage.completion_tokens,
+            record.usage.cached_prompt_tokens, record.usage.model_calls) == (300, 12, 100, 3)
+    assert record.usage.unpriced_calls == 3
+
+
 @pytest.mark.slow
 def test_each_episode_gets_an_empty_workdir_a_throwaway_home_and_a_clean_environment(
         fake_harness: Any, model_server: OpenAIServer, tmp_path: Path,
