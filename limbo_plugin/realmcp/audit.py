@@ -359,9 +359,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="limbo audit", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    from limbo_plugin.server.serving import command_main
+
+    return command_main("limbo audit", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -124,3 +124,19 @@ def raw_session(launch: McpLaunch, requests: list[bytes], expect_ids: set[int], 
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def over_stdio(launch: McpLaunch, work: Callable[[Any], Any]) -> Any:
+    """Run ``await work(client)`` with the SDK's :class:`mcp.Client` on the stdio server that
+    ``launch`` starts (a fresh ``limbo mcp``, or one forked by the fork server)."""
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def main() -> Any:
+        parameters = StdioServerParameters(command=launch.command, args=list(launch.args),
+                                           env=launch.env)
+        async with Client(stdio_client(parameters), read_timeout_seconds=60) as client:
+            return await work(client)
+
+    return anyio.run(main)

@@ -11,32 +11,17 @@ import subprocess
 import time
 from typing import Any
 
-import anyio
 import pytest
-from serverkit import LOST_ACK, REGISTRY, in_episode
+from serverkit import LOST_ACK, REGISTRY, in_episode, over_stdio
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.episode import run_episode
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.server import mcp_fork
-from limbo_plugin.server.launch import McpLaunch
 from limbo_plugin.server.mcp_fork import McpForkServer, shared_fork_server
 from limbo_plugin.server.sandbox_http import shared_sandbox
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "send_fds"), reason="needs fd passing")
-
-
-def _over_stdio(launch: McpLaunch, work: Any) -> Any:
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    async def main() -> Any:
-        parameters = StdioServerParameters(command=launch.command, args=list(launch.args),
-                                           env=launch.env)
-        async with Client(stdio_client(parameters), read_timeout_seconds=60) as client:
-            return await work(client)
-
-    return anyio.run(main)
 
 
 def test_mcp_episodes_share_one_fork_server_and_match_the_scripted_records() -> None:
@@ -67,7 +52,7 @@ def test_each_episode_is_served_with_its_own_token() -> None:
                 result = await client.call_tool("wait", {"seconds": 1})
                 return len(listed), result.is_error
 
-            return _over_stdio(server.launch(lease.url, lease.token), work)
+            return over_stdio(server.launch(lease.url, lease.token), work)
 
     (listed, is_error), record = in_episode(body)
     assert listed > 0 and is_error is False
@@ -80,7 +65,7 @@ def test_each_episode_is_served_with_its_own_token() -> None:
                     await client.list_tools()
                 return str(refused.value)
 
-            return _over_stdio(server.launch(lease.url, tokens[0]), work)
+            return over_stdio(server.launch(lease.url, tokens[0]), work)
 
     message, record = in_episode(stale)
     assert "401" in message  # the earlier episode's token opens nothing

@@ -14,30 +14,16 @@ from typing import Any
 
 import anyio
 import pytest
-from serverkit import LOST_ACK, http_client, in_episode, raw_line, raw_session
+from serverkit import LOST_ACK, http_client, in_episode, over_stdio, raw_line, raw_session
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.runconfig import RunConfig
-from limbo_plugin.server.launch import McpLaunch, mcp_http_server, mcp_launch
+from limbo_plugin.server.launch import mcp_http_server, mcp_launch
 from limbo_plugin.server.sandbox_http import shared_sandbox
 from limbo_plugin.server.wire import TOKEN_ENV, tool_wire
 from limbo_plugin.spec.registry import SpecRegistry
 
 INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
-
-
-def _with_client(launch: McpLaunch, work: Any) -> Any:
-    """Run ``await work(client)`` against a freshly launched stdio server."""
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    async def main() -> Any:
-        parameters = StdioServerParameters(command=launch.command, args=list(launch.args),
-                                           env=launch.env)
-        async with Client(stdio_client(parameters), read_timeout_seconds=60) as client:
-            return await work(client)
-
-    return anyio.run(main)
 
 
 def _listed(tools: Any) -> list[dict[str, Any]]:
@@ -55,7 +41,7 @@ def test_tools_list_is_the_contract_under_every_documentation_variant(
                 async def work(client: Any) -> Any:
                     return (await client.list_tools()).tools
 
-                return _listed(_with_client(mcp_launch(lease.url, lease.token), work))
+                return _listed(over_stdio(mcp_launch(lease.url, lease.token), work))
 
         listed, _ = in_episode(body, config=RunConfig(contract=contract, docs=docs))
         task = registry.template(LOST_ACK.template).instantiate(0)
@@ -83,7 +69,7 @@ def test_tools_call_returns_the_scaffolds_text_and_is_error() -> None:
                     results.append((result.content[0].text, result.is_error))
                 return results
 
-            return _with_client(mcp_launch(lease.url, lease.token), work)
+            return over_stdio(mcp_launch(lease.url, lease.token), work)
 
     def in_process(session: AgentSession) -> Any:
         return [(r.text(), r.is_error) for r in (session.call(n, a) for n, a in calls)]
@@ -114,7 +100,7 @@ def test_a_wrong_token_is_an_mcp_error_not_a_tool_result_and_not_a_crash() -> No
                     errors.append(str(calling.value))
                 return errors
 
-            return _with_client(launch, work)
+            return over_stdio(launch, work)
 
     errors, record = in_episode(body)
     assert all("401" in e for e in errors), errors
