@@ -29,7 +29,7 @@ BAD_INVOCATIONS: list[tuple[str, list[str], str]] = [
     ("run negative instance", ["run", "cross_post", "-3", "post_x", "timeout_late"],
      "instances are numbered from 0"),
     ("run unknown agent", ["run", "cross_post", "0", "post_x", "timeout_late", "--agent", "gpt"],
-     "unknown agent 'gpt'; valid forms: scripted:<policy>"),
+     "unknown agent 'gpt'; valid forms:"),
     ("run unknown condition", ["run", "cross_post", "0", "post_x", "timeout_late",
                                "--condition", "awre"], "unknown condition 'awre'; valid: vanilla"),
     ("run refused model option", ["run", "cross_post", "0", "post_x", "timeout_late",

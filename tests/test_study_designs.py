@@ -23,7 +23,8 @@ from limbo_plugin.spec.registry import SpecRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ("e1", "e2", "e2k", "e3", "e3k", "e4", "e5", "e6")
-TEMPLATES = 12
+E1_EXCLUDED = ("timeout_late_tail",)
+"""E1 runs every fault mode of the specs but these (and so grows with a new mode)."""
 
 GATEWAY = "litellm:openai/"
 E1_MODELS = ("gpt-6-astra", "gpt-6-sol", "gpt-5.6-sol", "gpt-5.4-mini", "gpt-4.1",
@@ -51,6 +52,16 @@ class Worlds:
     batch: int
     first_two: int
     batch_in_first_two: int
+    templates: int
+
+
+@dataclass(frozen=True)
+class Modes:
+    """E1's fault modes (all but :data:`E1_EXCLUDED` and ``none``): how many apply to every
+    focal write, and how many to batch writes only."""
+
+    every_write: int
+    batch_only: int
 
 
 def worlds_of(registry: SpecRegistry, instance: int) -> Worlds:
@@ -62,14 +73,23 @@ def worlds_of(registry: SpecRegistry, instance: int) -> Worlds:
         batch += sum(is_batch)
         first_two += min(2, len(writes))
         batch_first_two += sum(is_batch[:2])
-    return Worlds(focal, batch, first_two, batch_first_two)
+    return Worlds(focal, batch, first_two, batch_first_two, len(registry.templates))
 
 
-def sizes(i0: Worlds, i1: Worlds) -> dict[str, dict[str, int]]:
+def e1_modes(registry: SpecRegistry) -> Modes:
+    modes = [registry.fault_mode(m) for m in registry.faults
+             if m != "none" and m not in E1_EXCLUDED]
+    batch_only = sum(bool(m.batch_only) for m in modes)
+    return Modes(every_write=len(modes) - batch_only, batch_only=batch_only)
+
+
+def sizes(i0: Worlds, i1: Worlds, modes: Modes) -> dict[str, dict[str, int]]:
     """Episodes per agent (or per agent group) of each experiment, from paper §5."""
-    e1 = (10 * i0.focal + i0.batch + TEMPLATES) + (10 * i1.focal + i1.batch + TEMPLATES)
-    e1 += 6 * ((10 + 1 + 1) + (10 + 1))  # supplement: instances 2-7, batch insert and x_publish
-    e2_worlds = 6 * i0.focal + i0.batch + TEMPLATES  # 7 ambiguous modes and the fault-free one
+    every, batch_only = modes.every_write, modes.batch_only
+    e1 = sum(every * i.focal + batch_only * i.batch + i.templates for i in (i0, i1))
+    # supplement: instances 2-7, the batch insert and x_publish, each with its fault-free one
+    e1 += 6 * ((every + batch_only + 1) + (every + 1))
+    e2_worlds = 6 * i0.focal + i0.batch + i0.templates  # 7 ambiguous modes, the fault-free one
     e3_worlds = 5 * i0.first_two + i0.batch_in_first_two
     e4_worlds = 2 * i0.first_two
     return {
@@ -80,7 +100,7 @@ def sizes(i0: Worlds, i1: Worlds) -> dict[str, dict[str, int]]:
         "e3k": {"agent": 2 * e3_worlds},
         "e4": {"model": (2 + 3 + 2) * e4_worlds, "ablation model": (2 + 3 + 2 + 4) * e4_worlds},
         "e5": {"model": (4 + 5 + 3 + 2) * i0.focal},
-        "e6": {"model": 5 * i0.focal + i0.batch + TEMPLATES},
+        "e6": {"model": 5 * i0.focal + i0.batch + i0.templates},
     }
 
 
@@ -105,7 +125,7 @@ def study(registry: SpecRegistry) -> dict[str, list[Episode]]:
 
 @pytest.fixture(scope="module")
 def expected(registry: SpecRegistry) -> dict[str, dict[str, int]]:
-    return sizes(worlds_of(registry, 0), worlds_of(registry, 1))
+    return sizes(worlds_of(registry, 0), worlds_of(registry, 1), e1_modes(registry))
 
 
 def per_agent(found: list[Episode]) -> Counter[str]:
@@ -115,8 +135,9 @@ def per_agent(found: list[Episode]) -> Counter[str]:
 def test_the_formulas_give_the_papers_totals_on_its_worlds() -> None:
     """The paper's instance 0 had 34 focal writes (ours 35: invoice_batch bills three
     customers there); on its worlds the designs read from §5 give its stated totals."""
-    paper = Worlds(focal=34, batch=1, first_two=24, batch_in_first_two=1)
-    per, total = sizes(paper, paper), totals(sizes(paper, paper))
+    paper = Worlds(focal=34, batch=1, first_two=24, batch_in_first_two=1, templates=12)
+    modes = Modes(every_write=10, batch_only=1)  # the paper's eleven modes
+    per, total = sizes(paper, paper, modes), totals(sizes(paper, paper, modes))
     assert per["e1"]["model"] == 844 and 8 * 844 + 732 == 7484  # gpt-4.1: 732/844 = 87 %
     assert total["e2"] + total["e2k"] == 9548
     assert total["e5"] == 1904
@@ -134,15 +155,15 @@ def test_each_experiment_has_its_papers_size_per_agent(study: dict[str, list[Epi
     assert len(set(study[name])) == len(study[name])
 
 
-def test_e1_is_nine_models_eleven_modes_and_the_supplement(study: dict[str, list[Episode]]
-                                                           ) -> None:
+def test_e1_is_nine_models_every_mode_but_the_tail_and_the_supplement(
+        registry: SpecRegistry, study: dict[str, list[Episode]]) -> None:
     found = study["e1"]
     assert {e.config.agent for e in found} == scaffold(*E1_MODELS)
     assert {(e.config.contract, e.config.condition, e.config.docs, e.config.instruction,
              e.config.operator) for e in found} == {
         ("native", "vanilla", "default", "default", "truthful")}
     modes = {e.key.fault_mode for e in found}
-    assert "timeout_late_tail" not in modes and len(modes - {"none"}) == 11
+    assert modes == set(registry.faults) - set(E1_EXCLUDED)
     supplement = {(e.key.template, e.key.focal_write) for e in found if e.key.instance >= 2}
     assert supplement == {("migration_log", "batch"), ("cross_post", "post_x"),
                           ("migration_log", "baseline"), ("cross_post", "baseline")}
@@ -164,7 +185,7 @@ def test_e2_and_e2k_cross_the_conditions_on_the_same_worlds(study: dict[str, lis
 
 
 def test_e3_gives_each_harness_its_models_and_the_scaffold_all_of_them(
-        study: dict[str, list[Episode]]) -> None:
+        registry: SpecRegistry, study: dict[str, list[Episode]]) -> None:
     agents = {e.config.agent for e in study["e3"]}
     by_harness: dict[str, set[str]] = {}
     for agent in agents:
@@ -181,7 +202,8 @@ def test_e3_gives_each_harness_its_models_and_the_scaffold_all_of_them(
     per_template = Counter(e.key.template for e in study["e3"] if e.key.fault_mode
                            == "timeout_post" and e.config.agent == GATEWAY + "gpt-6-sol"
                            and e.config.condition == "vanilla")
-    assert set(per_template.values()) == {2} and len(per_template) == TEMPLATES
+    assert per_template == {name: min(2, len(template.instantiate(0).focal_writes))
+                            for name, template in registry.templates.items()}
     e3k = study["e3k"]
     assert {e.config.agent for e in e3k} == {
         GATEWAY + "gpt-5.6-sol", "harness:copilot:gpt-5.6-sol", "harness:hermes:gpt-5.6-sol",

@@ -12,6 +12,10 @@ from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.tasks import CUE
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"
+PAPER_TEMPLATES = ("cross_post", "customer_notice", "deploy_release", "feature_flags",
+                   "hotfix_long", "incident_open", "invoice_batch", "migration_log",
+                   "refund_duplicate", "release_announcement", "subscription_upgrade",
+                   "ticket_resolution")
 
 
 def broken_specs(tmp_path: Path, template: str, old: str, new: str) -> Path:
@@ -61,9 +65,11 @@ def test_no_cue_drops_only_the_cue_sentence(registry: SpecRegistry) -> None:
 
 
 def test_about_thirty_five_focal_writes_per_instance(registry: SpecRegistry) -> None:
+    """The paper's twelve templates hold 34 focal writes per instance (a template added to the
+    specs brings its own)."""
     for instance in (0, 1, 2, 3):
-        count = sum(len(t.instantiate(instance).focal_writes)
-                    for t in registry.templates.values())
+        count = sum(len(registry.template(name).instantiate(instance).focal_writes)
+                    for name in PAPER_TEMPLATES)
         assert 34 <= count <= 35, (instance, count)
 
 

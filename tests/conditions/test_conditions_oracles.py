@@ -15,8 +15,8 @@ def test_outcome_oracle_is_exactly_once_except_keyless_redelivery(registry: Spec
                                                                   agent: str) -> None:
     bad, expected = [], 0
     for w, record in sweep(all_worlds(registry), "outcome_oracle", agent):
-        keyless_redelivery = (w.mode == "redelivery" and w.non_idempotent
-                              and w.definition.contract.key_param is None)
+        keyless_redelivery = (registry.fault_mode(w.mode).exactly_once_needs_key
+                              and w.non_idempotent and w.definition.contract.key_param is None)
         assert (record.expected_failure is not None) == keyless_redelivery, w
         expected += keyless_redelivery
         if record.eos == keyless_redelivery:

@@ -11,6 +11,8 @@ Every check reads its episodes from the session's shared sweep (``scripted_episo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from limbo_plugin.experiments import iter_worlds
@@ -20,9 +22,9 @@ from tests.validity.conftest import ScriptedEpisode
 from tests.validity.predictions import predicted_duplicate
 
 POLICIES = ("blind_retry", "verify_first", "same_key", "escalate_first")
-TEMPLATES = ("cross_post", "customer_notice", "deploy_release", "feature_flags", "hotfix_long",
-             "incident_open", "invoice_batch", "migration_log", "refund_duplicate",
-             "release_announcement", "subscription_upgrade", "ticket_resolution")
+TASKS = Path(__file__).resolve().parents[2] / "specs" / "tasks"
+TEMPLATES = tuple(sorted(p.stem for p in TASKS.glob("*.yaml")))
+"""Every template file of the specs (a template added there is swept too)."""
 
 
 def worlds(registry: SpecRegistry, template: str) -> list[EpisodeKey]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from worldkit import MIGRATION_ROWS, make_box, write_args
 
+from limbo_plugin.contracts import ToolCatalog, ToolDefinition
 from limbo_plugin.sandbox import Sandbox
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.world.clock import iso
@@ -29,6 +30,12 @@ NON_IDEMPOTENT = {"billing_create_charge", "mastodon_publish", "weibo_publish", 
 NATIVE_KEYS = {"billing_create_charge", "mastodon_publish"}
 SPEC_LAGS = {"weibo_publish": 120, "email_send": 120, "weibo_list_posts": 120,
              "email_search_sent": 120, "tickets_search": 60}
+
+
+def spec_tools(catalog: ToolCatalog) -> dict[str, ToolDefinition]:
+    """The catalog's tools of SPEC §2's services (a service added to the specs has its own)."""
+    return {name: tool for name, tool in catalog.tools.items()
+            if tool.service in {*SPEC_TOOLS, "general"}}
 
 
 @pytest.fixture
@@ -56,11 +63,12 @@ def test_catalog_has_exactly_the_spec_tools(registry: SpecRegistry) -> None:
 def test_native_contract_classes_match_the_spec(registry: SpecRegistry) -> None:
     """Eleven non-idempotent write paths, two of which accept a key natively (SPEC §2)."""
     catalog = registry.catalog("native")
-    non_idem = {t.name for t in catalog.tools.values()
+    tools = spec_tools(catalog).values()
+    non_idem = {t.name for t in tools
                 if t.contract.idempotency in ("non_idempotent", "key_optional")}
     assert non_idem == NON_IDEMPOTENT
-    assert {t.name for t in catalog.tools.values() if t.accepts_key} == NATIVE_KEYS
-    for tool in catalog.tools.values():
+    assert {t.name for t in tools if t.accepts_key} == NATIVE_KEYS
+    for tool in tools:
         assert tool.contract.visibility_lag_s == SPEC_LAGS.get(tool.name, 0), tool.name
     assert catalog.contract("x_publish").read_back is None
     assert catalog.contract("tickets_add_comment").irreversible
@@ -70,7 +78,7 @@ def test_native_contract_classes_match_the_spec(registry: SpecRegistry) -> None:
 def test_keys_everywhere_adds_a_key_to_every_non_idempotent_write(registry: SpecRegistry) -> None:
     """SPEC §2.2: the counterfactual contract changes key support and nothing else."""
     native, keyed = registry.catalog("native"), registry.catalog("keys_everywhere")
-    assert {t.name for t in keyed.tools.values() if t.accepts_key} == NON_IDEMPOTENT
+    assert {t.name for t in spec_tools(keyed).values() if t.accepts_key} == NON_IDEMPOTENT
     for name, tool in keyed.tools.items():
         base = native.tools[name]
         assert tool.contract.read_back == base.contract.read_back
@@ -96,7 +104,7 @@ def test_explicit_docs_warn_every_non_idempotent_write_as_the_paper_did(
         assert tool.description.startswith(plain.tools[name].description), name
         assert added == ("This operation is not idempotent: every call that reaches the "
                          f"service creates a new {noun}."), name
-    for name, tool in catalog.tools.items():
+    for name, tool in spec_tools(catalog).items():
         if name not in NON_IDEMPOTENT:
             assert tool.description == plain.tools[name].description, name
 
@@ -122,7 +130,7 @@ def test_explicit_keyed_docs_never_contradict_a_key(registry: SpecRegistry, cont
         else:
             assert added == ("This operation is not idempotent: every call that reaches the "
                              f"service creates a new {noun}."), name
-    for name, tool in catalog.tools.items():
+    for name, tool in spec_tools(catalog).items():
         if name not in NON_IDEMPOTENT:
             assert tool.description == plain.tools[name].description, name
 
