@@ -14,13 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-try:  # the parser of Python's own regular expressions (re._parser since 3.11)
-    import re._parser as re_parser  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover
-    import sre_parse as re_parser  # type: ignore[no-redef,unused-ignore]
-
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+
+from limbo_plugin.spec.backtracking import nested_repeat
 
 JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 
@@ -73,37 +70,6 @@ def _backtracking_pattern(value: Any, path: tuple[str | int, ...]) -> SchemaProb
             if found is not None:
                 return found
     return None
-
-
-def nested_repeat(pattern: str) -> bool:
-    """Whether ``pattern`` puts an unbounded-ish quantifier inside another (``(a+)+``,
-    ``(\\w*)*``, ``(x{1,9}){1,99}``): the shape of catastrophic backtracking in a
-    backtracking engine such as Python's ``re``, which validation uses."""
-    try:
-        parsed = re_parser.parse(pattern)
-    except (re.error, RecursionError, OverflowError):
-        return False  # reported as an invalid expression by the schema check
-    return _repeats_inside(list(parsed), inside_repeat=False)
-
-
-def _repeats_inside(items: list[Any], *, inside_repeat: bool) -> bool:
-    for op, argument in items:
-        name = str(op)
-        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            _, high, sub = argument
-            repeats = high is re_parser.MAXREPEAT or high > 1
-            if repeats and inside_repeat:
-                return True
-            if _repeats_inside(list(sub), inside_repeat=inside_repeat or repeats):
-                return True
-        elif name == "BRANCH":
-            if any(_repeats_inside(list(branch), inside_repeat=inside_repeat)
-                   for branch in argument[1]):
-                return True
-        elif name in ("SUBPATTERN", "ASSERT", "ASSERT_NOT") and _repeats_inside(
-                list(argument[-1]), inside_repeat=inside_repeat):
-            return True
-    return False
 
 
 def _describe(error: SchemaError, path: tuple[str | int, ...]) -> str:
