@@ -53,17 +53,13 @@ def paths_named(config: Any) -> bool:
     return bool(config.args_source is config.ArgsSource.ARGS)
 
 
-def redirect_collection(config: Any, specs_dir: Path, *, specs_option: bool,
-                        limbo_options: bool) -> bool:
-    """Point pytest's collection at ``specs_dir`` where the rules in the module docstring say
-    so (``config.args`` is what the session collects); whether it did."""
+def redirects_collection(config: Any, *, specs_option: bool, limbo_options: bool) -> bool:
+    """Whether the rules in the module docstring point pytest's collection at the specs
+    directory (the plugin then sets ``config.args``, what the session collects, to it)."""
     if paths_named(config):
         return False
     own = Path(str(config.rootpath)) / "specs"
-    if specs_option or (limbo_options and not is_specs_dir(own)):
-        config.args[:] = [str(specs_dir)]
-        return True
-    return False
+    return specs_option or (limbo_options and not is_specs_dir(own))
 
 
 def names_experiments(config: Any) -> bool:

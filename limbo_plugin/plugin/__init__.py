@@ -7,7 +7,7 @@ controller alone appends records to the JSONL file, aggregates, prints the summa
 the gate.
 
 - :mod:`.options`: the option table (``--agent``, ``--limbo-records``, …);
-- :mod:`.settings`: what the session was asked to do, and its state;
+- :mod:`.settings`: what the session was asked to do, and its limbo;
 - :mod:`.items`: collection, one item per episode;
 - :mod:`.controller`: the controller's side (checks before the run, records, gate);
 - :mod:`.terminal`: what the controller prints.
@@ -37,8 +37,8 @@ from limbo_plugin.plugin.items import (
     SpecErrorPolicy,
     keep_shard,
 )
-from limbo_plugin.plugin.options import add_options, check_rootdir, option
-from limbo_plugin.plugin.settings import STATE, LimboState
+from limbo_plugin.plugin.options import add_options, check_rootdir
+from limbo_plugin.plugin.settings import STATE, start
 
 
 # -- options -------------------------------------------------------------------------------------
@@ -49,43 +49,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     try:
         check_rootdir(config)
-        state = LimboState(config)
-        if state.active and not state.is_worker:
-            prepare_controller(config, state)
-        elif state.active and state.resume:
+        limbo = start(config)
+        if limbo.settings.redirected:
+            config.args[:] = [str(limbo.settings.specs_dir)]
+        if limbo.settings.active and not limbo.settings.is_worker:
+            prepare_controller(config, limbo)
+        elif limbo.settings.active and limbo.settings.resume:
             from limbo_plugin.report.outcomes import read_outcomes
 
-            state.remember_done(read_outcomes(state.records_path))
+            limbo.run.remember_done(read_outcomes(limbo.settings.records_path), keep=False)
     except (LimboError, OSError) as exc:
         # One line naming the option and what would be valid, before any episode runs.
         raise pytest.UsageError(str(exc)) from None
-    config.stash[STATE] = state
+    config.stash[STATE] = limbo
     config.pluginmanager.register(SpecErrorPolicy(), "limbo-spec-errors")
-    if state.only_specs:
+    if limbo.settings.only_specs:
         lean_spec_run(config)
-    if not state.active:
+    if not limbo.settings.active:
         return
     from limbo_plugin.plugin.scrub_reports import ScrubbedReports
     from limbo_plugin.plugin.worker_watch import watch_workers
 
     config.pluginmanager.register(ScrubbedReports(), "limbo-scrub-reports")
-    watch_workers(config, state.records_path, state.episode_timeout)
-    if not state.is_worker:
+    watch_workers(config, limbo.settings.records_path, limbo.settings.episode_timeout)
+    run = limbo.run
+    if not limbo.settings.is_worker:
         from limbo_plugin.report.record_files import RecordWriter
 
-        state.writer = RecordWriter(state.records_path)
-        config.pluginmanager.register(LimboController(state), "limbo-controller")
+        run.writer = RecordWriter(limbo.settings.records_path)
+        config.pluginmanager.register(LimboController(limbo), "limbo-controller")
         if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(RunIdToWorkers(state.run_id), "limbo-run-id")
-        sync_on_sigterm(state)
+            config.pluginmanager.register(RunIdToWorkers(run.run_id), "limbo-run-id")
+        sync_on_sigterm(run)
         from limbo_plugin.report import progress
 
-        progress.install(config, state.outcomes, option(config, "limbo_progress"),
-                         state.cost_limit, lambda: state.family_order)
-    if state.cost_limit is not None:
+        progress.install(config, run.outcomes, limbo.settings.progress,
+                         limbo.settings.cost_limit, lambda: limbo.specs.family_order)
+    if limbo.settings.cost_limit is not None:
         from limbo_plugin.report.record_files import CostMeter
 
-        state.cost_meter = CostMeter(state.records_path)
+        run.cost_meter = CostMeter(limbo.settings.records_path)
 
 
 UNUSED_IN_SPEC_RUNS = ("hypothesispytest",)
@@ -103,41 +106,42 @@ def lean_spec_run(config: pytest.Config) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    state = session.config.stash.get(STATE, None)
-    if state is not None and state.only_specs:
+    limbo = session.config.stash.get(STATE, None)
+    if limbo is not None and limbo.settings.only_specs:
         # Everything collected lives to the end of the session: leave it out of the cyclic
         # collector's full passes, which otherwise re-scan every item after each few episodes.
         gc.freeze()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    state = config.stash.get(STATE, None)
-    if state is None:
+    limbo = config.stash.get(STATE, None)
+    if limbo is None:
         return
-    if state.writer is not None:
-        state.writer.close()
-        if state.rotated_to is not None and state.writer.written == 0:
+    run = limbo.run
+    if run.writer is not None:
+        run.writer.close()
+        if run.rotated_to is not None and run.writer.written == 0:
             from limbo_plugin.report.record_files import unrotate
 
-            unrotate(state.records_path, state.rotated_to)
-    if state.records_lock is not None:
-        state.records_lock.release()
-    if (state.sigterm_handler is not None
-            and signal.getsignal(signal.SIGTERM) is state.sigterm_handler):
+            unrotate(limbo.settings.records_path, run.rotated_to)
+    if run.records_lock is not None:
+        run.records_lock.release()
+    if (run.sigterm_handler is not None
+            and signal.getsignal(signal.SIGTERM) is run.sigterm_handler):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 # -- collection ----------------------------------------------------------------------------------
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     config = parent.config
-    state = config.stash.get(STATE, None)
-    if state is None or not state.active or file_path.suffix not in (".yaml", ".yml"):
+    limbo = config.stash.get(STATE, None)
+    if limbo is None or not limbo.settings.active or file_path.suffix not in (".yaml", ".yml"):
         return None
     if file_path.parent.name != "experiments":
         return None
     named = any(Path(arg.split("::")[0]).resolve() == file_path.resolve()
                 for arg in config.args if arg.endswith((".yaml", ".yml")) or "::" in arg)
-    if not named and file_path.stem != state.experiment:
+    if not named and file_path.stem != limbo.settings.experiment:
         return None
     return ExperimentFile.from_parent(parent, path=file_path)
 
@@ -163,13 +167,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 @pytest.hookimpl(trylast=True)  # after -k and -m: a shard is a share of what was selected
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    state = config.stash.get(STATE, None)
-    if state is None:
+    limbo = config.stash.get(STATE, None)
+    if limbo is None:
         return
-    if state.shard is not None:
-        keep_shard(config, state, items)
-    state.selected = {(i.episode.key.id, i.episode.config.fingerprint(), i.episode.repeat)
-                      for i in items
-                      if isinstance(i, EpisodeItem)}
+    if limbo.settings.shard is not None:
+        keep_shard(config, limbo, items)
+    limbo.run.selected = {(i.episode.key.id, i.episode.config.fingerprint(), i.episode.repeat)
+                          for i in items if isinstance(i, EpisodeItem)}
 
 

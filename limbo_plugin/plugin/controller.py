@@ -15,7 +15,7 @@ import pytest
 
 from limbo_plugin.errors import LimboError, SpecError, UsageError
 from limbo_plugin.plugin.items import RECORD_ATTRIBUTE, SKIP_PROPERTY, EpisodeItem, SkipReason
-from limbo_plugin.plugin.settings import PREVIOUS, LimboState, _resolve, all_outcomes
+from limbo_plugin.plugin.settings import Limbo, RunState, _resolve
 from limbo_plugin.plugin.terminal import hint_if_nothing_collected, print_summary
 from limbo_plugin.report.record_files import shown_path
 
@@ -24,121 +24,130 @@ if TYPE_CHECKING:
     from limbo_plugin.report.gate import GateSpec
     from limbo_plugin.report.outcomes import Outcome
 
+PREVIOUS = "previous"
+"""``--limbo-baseline previous``: the records this run is about to replace."""
 
-def prepare_controller(config: pytest.Config, state: LimboState) -> None:
+
+def prepare_controller(config: pytest.Config, limbo: Limbo) -> None:
     """Everything that can go wrong with the records, the baseline and the gate is found here,
     before the first episode runs (with a real model, a wasted budget otherwise)."""
     from limbo_plugin.report.record_files import check_records_path
 
-    check_records_path(state.records_path)
-    writes_records = state.resume or (state.collects_specs and not config.option.collectonly)
+    settings, run = limbo.settings, limbo.run
+    check_records_path(settings.records_path)
+    writes_records = settings.resume or (settings.collects_specs and not config.option.collectonly)
     if writes_records:
-        take_custody(state)
+        take_custody(limbo)
     try:
-        check_before_run(config, state)
+        check_before_run(config, limbo)
     except BaseException:
-        if state.records_lock is not None:
-            state.records_lock.release()
+        if run.records_lock is not None:
+            run.records_lock.release()
         raise
 
 
-def check_before_run(config: pytest.Config, state: LimboState) -> None:
+def check_before_run(config: pytest.Config, limbo: Limbo) -> None:
     from limbo_plugin.report.outcomes import scan_outcomes
     from limbo_plugin.report.record_files import repair_torn_tail, rotate
 
-    if state.gate_path is not None:
-        state.gate = load_gate_option(state)
-    if state.baseline_option is not None:
-        state.baseline_path, state.baseline = load_baseline(state)
-    if state.resume:
+    settings, run = limbo.settings, limbo.run
+    if settings.gate_path is not None:
+        run.gate = load_gate_option(limbo)
+    if settings.baseline_option is not None:
+        run.baseline_path, run.baseline = load_baseline(limbo)
+    if settings.resume:
         try:
-            state.remember_done(scan_outcomes(state.records_path).records)
+            run.remember_done(scan_outcomes(settings.records_path).records, keep=True)
         except LimboError as exc:
             raise UsageError(f"--limbo-resume: {exc}; fix or remove that line") from None
-        check_resumed_configuration(state)
-        repaired = repair_torn_tail(state.records_path)
+        check_resumed_configuration(limbo)
+        repaired = repair_torn_tail(settings.records_path)
         if repaired:
-            state.notices.append(repaired)
-    elif not config.option.collectonly and state.collects_specs:
-        moved = rotate(state.records_path)
+            run.notices.append(repaired)
+    elif not config.option.collectonly and settings.collects_specs:
+        moved = rotate(settings.records_path)
         if moved is not None:
-            state.rotated_to = moved
-            state.notices.append(f"the previous records {shown_path(state.records_path)} were "
+            run.rotated_to = moved
+            run.notices.append(f"the previous records {shown_path(settings.records_path)} were "
                                  f"moved to {shown_path(moved)}")
 
 
-def take_custody(state: LimboState) -> None:
+def take_custody(limbo: Limbo) -> None:
     """The records path holds nothing but Limbo's records, and this run alone writes there:
     its lock is held to the end of the process (another run on the same file stops here)."""
     from limbo_plugin.report.custody import RecordsLock, require_own_file
 
-    require_own_file(state.records_path, "--limbo-records")
-    lock = RecordsLock(state.records_path)
+    settings, run = limbo.settings, limbo.run
+    require_own_file(settings.records_path, "--limbo-records")
+    lock = RecordsLock(settings.records_path)
     lock.acquire()
-    state.records_lock = lock
+    run.records_lock = lock
 
 
-def check_resumed_configuration(state: LimboState) -> None:
+def check_resumed_configuration(limbo: Limbo) -> None:
     """A resumed run appends to the file only episodes of the configurations it was started
     with: a resume with other options (a forgotten ``--agent``) would mix two studies."""
     from limbo_plugin.experiments import find_experiment, load_experiment
     from limbo_plugin.records import RUN_FIELDS
 
-    recorded = {outcome.fingerprint() for outcome in state.previous.values()}
-    if not recorded or state.registry is None or not state.collects_specs:
+    settings, run = limbo.settings, limbo.run
+    recorded = {outcome.fingerprint() for outcome in run.previous.values()}
+    if not recorded or limbo.specs.registry is None or not settings.collects_specs:
         return
     try:
-        experiment = load_experiment(find_experiment(state.experiment, state.registry),
-                                     state.registry)
+        experiment = load_experiment(find_experiment(settings.experiment, limbo.specs.registry),
+                                     limbo.specs.registry)
     except SpecError:
         return  # reported by collection, with its file and line
-    ours = {config.fingerprint() for config in experiment.configs(state.overrides,
-                                                                  state.defaults)}
+    ours = {config.fingerprint() for config in experiment.configs(settings.overrides,
+                                                                  limbo.specs.defaults)}
     foreign = sorted(recorded - ours)
     if foreign:
         theirs = dict(zip(RUN_FIELDS, foreign[0].split("|"), strict=False))
         mine = dict(zip(RUN_FIELDS, sorted(ours)[0].split("|"), strict=False))
         differ = ", ".join(f"{name}={theirs[name]}" for name in RUN_FIELDS
                            if theirs.get(name) != mine.get(name)) or foreign[0]
-        raise UsageError(f"--limbo-resume: {shown_path(state.records_path)} holds episodes run "
-                         f"with {differ}, which this run (experiment {state.experiment!r} with "
+        raise UsageError(f"--limbo-resume: {shown_path(settings.records_path)} holds episodes run "
+                         f"with {differ}, which this run (experiment {settings.experiment!r} with "
                          "these options) does not run; resume with the options the run was "
                          "started with, or give another --limbo-records")
 
 
-def load_gate_option(state: LimboState) -> GateSpec:
+def load_gate_option(limbo: Limbo) -> GateSpec:
     from limbo_plugin.report.gate import load_gate
 
-    assert state.gate_path is not None
-    path = state.gate_path
+    settings = limbo.settings
+    assert settings.gate_path is not None
+    path = settings.gate_path
     if not path.is_file():
-        gates = sorted(p.name for p in (state.specs_dir / "gates").glob("*.yaml"))
-        known = f"; gates in {shown_path(state.specs_dir / 'gates')}: {', '.join(gates)}" \
+        gates = sorted(p.name for p in (settings.specs_dir / "gates").glob("*.yaml"))
+        known = f"; gates in {shown_path(settings.specs_dir / 'gates')}: {', '.join(gates)}" \
             if gates else ""
         what = "is a directory" if path.is_dir() else "no such file"
         raise UsageError(f"--limbo-gate: {shown_path(path)}: {what}{known}")
-    families = state.registry.family_order if state.registry is not None else None
+    families = limbo.specs.registry.family_order if limbo.specs.registry is not None else None
     try:
         return load_gate(path, families=families)
     except SpecError as exc:
-        raise UsageError(f"--limbo-gate: {exc.render(state.root)}") from None
+        raise UsageError(f"--limbo-gate: {exc.render(settings.root)}") from None
 
 
-def load_baseline(state: LimboState) -> tuple[Path, list[Outcome]]:
+def load_baseline(limbo: Limbo) -> tuple[Path, list[Outcome]]:
     """The baseline's path and records, read before the records file is rotated: ``previous``
     is the file this run is about to replace (on resume, the latest one in its history)."""
     from limbo_plugin.report.outcomes import scan_outcomes
     from limbo_plugin.report.record_files import previous_records
 
-    value = state.baseline_option or ""
+    settings = limbo.settings
+    value = settings.baseline_option or ""
     if value == PREVIOUS:
-        path = previous_records(state.records_path, resume=state.resume)
+        path = previous_records(settings.records_path, resume=settings.resume)
         if path is None:
             raise UsageError(f"--limbo-baseline previous: there is no previous run: "
-                             f"{shown_path(state.records_path)} does not exist yet and its "
+                             f"{shown_path(settings.records_path)} does not exist yet and its "
                              "history/ is empty; run once without a baseline first")
     else:
-        path = _resolve(state.root, value)
+        path = _resolve(settings.root, value)
         if not path.is_file():
             what = "is a directory" if path.is_dir() else "no such file"
             raise UsageError(f"--limbo-baseline: {shown_path(path)}: {what}; give a records file "
@@ -163,7 +172,7 @@ class RunIdToWorkers:
         node.workerinput["limbo_run_id"] = self.run_id
 
 
-def sync_on_sigterm(state: LimboState) -> None:
+def sync_on_sigterm(run: RunState) -> None:
     """SIGTERM (a cancelled CI job, an evicted pod) syncs the record file and then stops the run
     as Ctrl-C does, so the summary is written; only where nobody else handles SIGTERM."""
     if threading.current_thread() is not threading.main_thread():
@@ -173,19 +182,20 @@ def sync_on_sigterm(state: LimboState) -> None:
 
     def on_sigterm(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process
-        if state.writer is not None:
-            state.writer.sync()
+        if run.writer is not None:
+            run.writer.sync()
         raise KeyboardInterrupt("SIGTERM")
 
     signal.signal(signal.SIGTERM, on_sigterm)
-    state.sigterm_handler = on_sigterm
+    run.sigterm_handler = on_sigterm
 
 
 class LimboController:
     """Controller-side hooks: records arrive here from every worker (or from this process)."""
 
-    def __init__(self, state: LimboState) -> None:
-        self.state = state
+    def __init__(self, limbo: Limbo) -> None:
+        self.limbo = limbo
+        self.settings, self.specs, self.run = limbo.settings, limbo.specs, limbo.run
         self.checked_agents = False
         self._terminal_stats: dict[str, list[Any]] | None = None
 
@@ -208,55 +218,55 @@ class LimboController:
         if not _in_experiments(report.nodeid):
             return
         if self._terminal_stats is None:
-            reporter = self.state.config.pluginmanager.get_plugin("terminalreporter")
+            reporter = self.limbo.config.pluginmanager.get_plugin("terminalreporter")
             self._terminal_stats = getattr(reporter, "stats", None) or {}
         kept = self._terminal_stats.get("")
         if kept and kept[-1] is report:
             kept.pop()
 
     def take_record(self, report: pytest.TestReport) -> None:
-        if str(report.when) == "???" and self.state.writer is not None:  # xdist: a worker died
+        if str(report.when) == "???" and self.run.writer is not None:  # xdist: a worker died
             from limbo_plugin.report.abandoned import collect_abandoned
 
-            for line in collect_abandoned(self.state.records_path):
-                self.state.writer.write(line)
+            for line in collect_abandoned(self.settings.records_path):
+                self.run.writer.write(line)
                 self.take_outcome(line)
         line = report.__dict__.pop(RECORD_ATTRIBUTE, None)
-        if line is not None and self.state.writer is not None:
+        if line is not None and self.run.writer is not None:
             from limbo_plugin.report.outcomes import Outcome
             from limbo_plugin.report.record_files import RecordWriteError
 
             try:  # read back before it is written: a line the file cannot hold stays out
                 outcome = Outcome.from_json(line)
             except ValueError as exc:
-                self.state.late_notices.append(f"the record of {report.nodeid} does not read back "
+                self.run.late_notices.append(f"the record of {report.nodeid} does not read back "
                                           f"({' '.join(str(exc).split())[:300]}); not written")
                 outcome = None
             if outcome is not None:
                 try:
-                    self.state.writer.write(line)
+                    self.run.writer.write(line)
                 except RecordWriteError as exc:  # a full disk: one line, exit 3
-                    self.state.write_failed = True
+                    self.run.write_failed = True
                     pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
-                self.state.outcomes[outcome.identity] = outcome
+                self.run.outcomes[outcome.identity] = outcome
         if report.when != "teardown":  # the item's properties, counted once
             return
         for name, value in report.user_properties:
             if name == SKIP_PROPERTY:
                 reason = SkipReason(str(value))
-                self.state.skips[reason] = self.state.skips.get(reason, 0) + 1
+                self.run.skips[reason] = self.run.skips.get(reason, 0) + 1
 
     def take_outcome(self, line: str) -> None:
         from limbo_plugin.report.outcomes import Outcome
 
         with contextlib.suppress(ValueError):
             outcome = Outcome.from_json(line)
-            self.state.outcomes[outcome.identity] = outcome
+            self.run.outcomes[outcome.identity] = outcome
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            for notice in self.state.notices:
+            for notice in self.run.notices:
                 reporter.write_line(f"limbo: {notice}", yellow=True)
 
     @pytest.hookimpl(tryfirst=True)
@@ -275,28 +285,28 @@ class LimboController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        if self.checked_agents or self.state.registry is None:
+        if self.checked_agents or self.specs.registry is None:
             return  # checked once; a broken spec tree is reported by its error item
         self.checked_agents = True
         from limbo_plugin.experiments import plans_of_items
 
-        root = Path(str(self.state.config.rootpath))
-        require_ready(plans_of_items(ids, root, self.state.registry, self.state.overrides,
-                                     self.state.defaults, self.state.model_options))
+        root = Path(str(self.limbo.config.rootpath))
+        require_ready(plans_of_items(ids, root, self.specs.registry, self.settings.overrides,
+                                     self.specs.defaults, self.settings.model_options))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self.state.stopped_early = (exitstatus == pytest.ExitCode.INTERRUPTED
+        self.run.stopped_early = (exitstatus == pytest.ExitCode.INTERRUPTED
                                     or bool(session.shouldstop or session.shouldfail))
-        if self.state.gate is not None:
-            apply_gate(session, self.state, self.state.gate, exitstatus)
-        if self.state.collects_specs and not session.config.option.collectonly:
+        if self.run.gate is not None:
+            apply_gate(session, self.limbo, self.run.gate, exitstatus)
+        if self.settings.collects_specs and not session.config.option.collectonly:
             from limbo_plugin.report.runs import log_run
 
-            log_run(self.state.records_path, self.state.run_id,
+            log_run(self.settings.records_path, self.run.run_id,
                     [str(a) for a in session.config.invocation_params.args],
                     getattr(session.config.option, "file_or_dir", None) or [],
-                    len(self.state.outcomes))
+                    len(self.run.outcomes))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
@@ -306,8 +316,8 @@ class LimboController:
         try:
             return (yield)
         finally:
-            print_summary(terminalreporter, self.state)
-            hint_if_nothing_collected(terminalreporter, self.state, exitstatus)
+            print_summary(terminalreporter, self.limbo)
+            hint_if_nothing_collected(terminalreporter, self.limbo, exitstatus)
 
 
 def _in_experiments(nodeid: str) -> bool:
@@ -328,14 +338,15 @@ def require_ready(plans: set[AgentPlan]) -> None:
         raise pytest.UsageError(str(exc)) from None
 
 
-def apply_gate(session: pytest.Session, state: LimboState, gate: GateSpec,
+def apply_gate(session: pytest.Session, limbo: Limbo, gate: GateSpec,
                exitstatus: int) -> None:
     from limbo_plugin.report.gate import run_gate
 
-    baseline = state.baseline if state.baseline_path is not None else None
-    result = run_gate(gate, all_outcomes(state), family_order=state.family_order,
+    run = limbo.run
+    baseline = run.baseline if run.baseline_path is not None else None
+    result = run_gate(gate, run.all_outcomes(), family_order=limbo.specs.family_order,
                       baseline=baseline)
-    state.gate_result = result
+    run.gate_result = result
     # With a gate, its verdict decides CI: episode failures alone no longer fail the run, but
     # collection errors, infrastructure errors and interruptions still do.
     if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not _errors(session):

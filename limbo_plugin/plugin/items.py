@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from limbo_plugin.errors import LimboError, SpecError
-from limbo_plugin.plugin.settings import STATE, LimboState
+from limbo_plugin.plugin.settings import STATE, Limbo
 
 if TYPE_CHECKING:
+    from limbo_plugin.agents.options import AgentOptions
     from limbo_plugin.experiments import Episode, EpisodeLabels, Experiment
     from limbo_plugin.records import EpisodeRecord
 
@@ -45,9 +46,9 @@ class ExperimentFile(pytest.File):
     def collect(self) -> Any:
         from limbo_plugin.experiments import load_experiment
 
-        state: LimboState = self.config.stash[STATE]
+        limbo: Limbo = self.config.stash[STATE]
         try:
-            registry = state.specs
+            registry = limbo.specs.loaded_registry
             experiment = load_experiment(self.path, registry)
             broken = experiment.broken_templates(registry)
             episodes = list(self._episodes(experiment))
@@ -66,17 +67,21 @@ class ExperimentFile(pytest.File):
     def _episodes(self, experiment: Experiment) -> Iterator[EpisodeItem]:
         from limbo_plugin.experiments import episode_labels
 
-        state: LimboState = self.config.stash[STATE]
-        registry = state.specs
-        episodes = experiment.episodes(registry, state.overrides, state.defaults,
-                                       repeat=state.repeat)
-        arms = experiment.arms(registry, state.overrides, state.defaults)
-        model_options = {**experiment.spec.model_options, **state.model_options}
+        limbo: Limbo = self.config.stash[STATE]
+        settings, registry, defaults = limbo.settings, limbo.specs.loaded_registry, \
+            limbo.specs.defaults
+        episodes = experiment.episodes(registry, settings.overrides, defaults,
+                                       repeat=settings.repeat)
+        arms = experiment.arms(registry, settings.overrides, defaults)
+        model_options = {**experiment.spec.model_options, **settings.model_options}
+        # One copy of the agent options per experiment file (its items share it).
+        options = settings.agent_options.model_copy(update={"model_options": model_options})
         marks: dict[str | None, pytest.MarkDecorator] = {}  # one mark object per kind, shared
         for episode in episodes:
             labels = episode_labels(episode, registry)
             item = EpisodeItem.from_parent(self, name=episode.id, episode=episode,
-                                           model_options=model_options, labels=labels)
+                                           model_options=model_options, agent_options=options,
+                                           labels=labels)
             item.experiment = experiment.name
             item.arm = arms.get((episode.key, episode.config))
             if labels.xfail_reason:
@@ -159,10 +164,11 @@ class EpisodeItem(pytest.Item):
     """One episode. It runs in setup, so an infrastructure error is reported as an error."""
 
     def __init__(self, *, episode: Episode, model_options: dict[str, Any],
-                 labels: EpisodeLabels, **kwargs: Any) -> None:
+                 agent_options: AgentOptions, labels: EpisodeLabels, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.episode = episode
         self.model_options = model_options
+        self.agent_options = agent_options
         self.spec_file, self.spec_line = labels.spec_file, labels.spec_line  # for reportinfo
         self.record: EpisodeRecord | None = None
         self.record_line: str | None = None
@@ -177,20 +183,21 @@ class EpisodeItem(pytest.Item):
         from limbo_plugin.episode import run_episode
         from limbo_plugin.records import record_line
 
-        state: LimboState = self.config.stash[STATE]
+        limbo: Limbo = self.config.stash[STATE]
+        run, cost_limit = limbo.run, limbo.settings.cost_limit
         fingerprint = (self.episode.key.id, self.episode.config.fingerprint(),
                        self.episode.repeat)
-        if fingerprint in state.done:
+        if fingerprint in run.done:
             self.skip(SkipReason.RESUMED, "already recorded (--limbo-resume)")
-        if state.cost_meter is not None and state.cost_meter.refresh() >= (state.cost_limit or 0):
+        if run.cost_meter is not None and run.cost_meter.refresh() >= (cost_limit or 0):
             self.skip(SkipReason.COST_LIMIT,
-                      f"cost limit of ${state.cost_limit} reached; not starting new episodes")
-        options = state.options_with(self.model_options)
+                      f"cost limit of ${cost_limit} reached; not starting new episodes")
         record = run_episode(self.episode.key, self.episode.config,
-                             registry=state.specs, agent_options=options,
-                             time_limit_s=state.episode_timeout,
+                             registry=limbo.specs.loaded_registry,
+                             agent_options=self.agent_options,
+                             time_limit_s=limbo.settings.episode_timeout,
                              on_abandon=self.abandoned)
-        record.run_id = state.run_id
+        record.run_id = run.run_id
         if self.episode.repeat:
             record.repeat, record.test_id = self.episode.repeat, self.episode.id
         record.experiment, record.arm = self.experiment, self.arm
@@ -206,18 +213,18 @@ class EpisodeItem(pytest.Item):
         from limbo_plugin.records import record_line
         from limbo_plugin.report.abandoned import keep_abandoned
 
-        state: LimboState = self.config.stash[STATE]
-        record.run_id = state.run_id
+        limbo: Limbo = self.config.stash[STATE]
+        record.run_id = limbo.run.run_id
         if self.episode.repeat:
             record.repeat, record.test_id = self.episode.repeat, self.episode.id
         record.experiment, record.arm = self.experiment, self.arm
         _, line = record_line(record)
-        if state.is_worker:
-            keep_abandoned(state.records_path, line)
+        if limbo.settings.is_worker:
+            keep_abandoned(limbo.settings.records_path, line)
             say = f"limbo: {self.name}: {record.error}; the worker is replaced"
-        elif state.writer is not None:
-            state.writer.write(line)
-            state.writer.sync()
+        elif limbo.run.writer is not None:
+            limbo.run.writer.write(line)
+            limbo.run.writer.sync()
             say = (f"limbo: {self.name}: {record.error}. The run stops here; finish it with "
                    "--limbo-resume, or run with -n to have the episode's worker replaced")
         else:
@@ -260,17 +267,20 @@ class EpisodeItem(pytest.Item):
         self.record_line = None
 
 
-def keep_shard(config: pytest.Config, state: LimboState, items: list[pytest.Item]) -> None:
+def keep_shard(config: pytest.Config, limbo: Limbo, items: list[pytest.Item]) -> None:
     """Deselect the episodes of other shards (other items, e.g. a broken spec's, stay)."""
     from limbo_plugin.sharding import shard_of_each
 
-    assert state.shard is not None
+    assert limbo.settings.shard is not None
+
     episodes = [item for item in items if isinstance(item, EpisodeItem)]
     if not episodes:
         return
-    shards = shard_of_each([item.episode for item in episodes], state.specs, state.shard.count)
-    elsewhere = {id(item) for item, shard in zip(episodes, shards, strict=True)
-                 if shard != state.shard.index}
+    shard = limbo.settings.shard
+    shards = shard_of_each([item.episode for item in episodes], limbo.specs.loaded_registry,
+                           shard.count)
+    elsewhere = {id(item) for item, index in zip(episodes, shards, strict=True)
+                 if index != shard.index}
     if elsewhere:
         config.hook.pytest_deselected(items=[i for i in items if id(i) in elsewhere])
         items[:] = [i for i in items if id(i) not in elsewhere]

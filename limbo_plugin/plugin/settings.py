@@ -1,15 +1,24 @@
-"""What a session was asked to do: the options, read and validated once, and the specs."""
+"""What a session was asked to do, and what happens to it.
+
+:func:`settings_from` reads every option once into a frozen :class:`Settings` (a bad value is a
+:class:`UsageError` naming the option, before anything moves); it changes nothing, so the
+hooks decide what to do with the answer. :class:`Specs` loads the spec tree once, and
+:class:`RunState` is the little that changes while the run goes: the records taken, the
+skips counted, the notices to print. :class:`Limbo` holds the three for the hooks.
+"""
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from limbo_plugin.discovery import given_limbo_options, names_experiments, redirect_collection
+from limbo_plugin.discovery import given_limbo_options, names_experiments, redirects_collection
 from limbo_plugin.errors import SpecError, UsageError
 from limbo_plugin.plugin.options import VALUED, flag_of_agent_field, option
 from limbo_plugin.records import RUN_FIELDS
@@ -25,144 +34,139 @@ if TYPE_CHECKING:
     from limbo_plugin.sharding import Shard
     from limbo_plugin.spec.registry import SpecRegistry
 
-
-PREVIOUS = "previous"
-"""``--limbo-baseline previous``: the records this run is about to replace."""
-
-
-STATE = pytest.StashKey["LimboState"]()
+Identity = tuple[str, str, int]
+"""An episode's identity in the records: its id, its configuration's fingerprint, its repeat."""
 
 
-class LimboState:
-    """Per-session state: the specs and the options, each validated once here (a bad value is
-    a :class:`UsageError`), and, on the controller, the collected records."""
+@dataclass(frozen=True)
+class Settings:
+    """The session's options, each validated once."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        from limbo_plugin.spec.registry import default_specs_dir
+    root: Path
+    specs_dir: Path
+    specs_given: bool
+    """``--limbo-specs`` (or ``limbo_specs``) was given: its experiments alone are collected."""
+    limbo_options: tuple[str, ...]
+    """The Limbo options given, as flags (for the hint when nothing was collected)."""
+    redirected: bool
+    """Collection is pointed at :attr:`specs_dir` (``limbo_plugin.discovery``)."""
+    experiment: str
+    collects_specs: bool
+    """This invocation collects experiments (``pytest tests`` must not touch reports/)."""
+    only_specs: bool
+    """Every path it collects lies in the specs (no Python tests)."""
+    active: bool
+    """Limbo takes part in this run; otherwise it creates, writes and prints nothing (another
+    project's tests in the same environment)."""
+    is_worker: bool
+    records_path: Path
+    gate_path: Path | None
+    baseline_option: str | None
+    resume: bool
+    overrides: Mapping[str, str | None]
+    """The run-configuration options given (``None``: not given), checked by :class:`Specs`."""
+    model_options: Mapping[str, Any]
+    shard: Shard | None
+    cost_limit: float | None
+    episode_timeout: float | None
+    repeat: int
+    progress: str | None
+    agent_options: AgentOptions
 
+
+def settings_from(config: pytest.Config) -> Settings:
+    """Read and check every option of ``config``; nothing is changed."""
+    from limbo_plugin.agents.options import parse_model_options
+    from limbo_plugin.report.progress import parse_interval
+    from limbo_plugin.spec.registry import default_specs_dir
+
+    root = Path(str(config.rootpath))
+    specs = option(config, "limbo_specs")
+    candidate = root / "specs"
+    specs_dir = Path(specs).resolve() if specs else (
+        candidate if (candidate / "services").is_dir() else default_specs_dir())
+    limbo_options = given_limbo_options(config, ((opt.name, opt.flag) for opt in VALUED))
+    redirected = redirects_collection(config, specs_option=bool(specs),
+                                      limbo_options=bool(limbo_options))
+    args = [str(specs_dir)] if redirected else list(config.args)
+    collects = collects_specs(config, args, specs_dir)
+    records_path = _resolve(root, option(config, "limbo_records") or "")
+    gate = option(config, "limbo_gate")
+    model_options = parse_model_options(config.getoption("limbo_model_options") or [])
+    shard = option(config, "limbo_shard")
+    cost = option(config, "limbo_cost_limit")
+    progress = option(config, "limbo_progress")
+    settings = Settings(
+        root=root, specs_dir=specs_dir, specs_given=bool(specs),
+        limbo_options=tuple(limbo_options), redirected=redirected,
+        experiment=option(config, "experiment") or "default",
+        collects_specs=collects, only_specs=collects_only_specs(config, args, specs_dir),
+        active=collects or bool(limbo_options) or names_experiments(config),
+        is_worker=hasattr(config, "workerinput"),
+        records_path=records_path,
+        gate_path=_resolve(root, gate) if gate else None,
+        baseline_option=option(config, "limbo_baseline"),
+        resume=bool(config.getoption("limbo_resume") or config.getini("limbo_resume")),
+        overrides={name: option(config, name) for name in RUN_FIELDS},
+        model_options=model_options,
+        shard=_shard(shard) if shard else None,
+        cost_limit=_positive_float("--limbo-cost-limit", cost) if cost else None,
+        episode_timeout=_time_limit(option(config, "limbo_episode_timeout")),
+        repeat=_repeat(option(config, "limbo_repeat")),
+        progress=progress,
+        agent_options=parse_agent_options({
+            **{opt.agent_field: option(config, opt.name) for opt in VALUED
+               if opt.agent_field is not None},
+            "model_options": model_options,
+            "reports_dir": str(records_path.parent),  # harness transcripts go here
+        }),
+    )
+    parse_interval(progress, tty=False)  # checked now, before anything moves
+    return settings
+
+
+class Specs:
+    """The session's spec tree, loaded and checked once: at configuration in a run that
+    collects experiments, else on first use (``pytest tests`` loads nothing it does not need).
+    A broken tree is kept as :attr:`error` and reported by collection, with its file and line;
+    the run-configuration options are checked against the tree (:attr:`defaults`)."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
-        root = Path(str(config.rootpath))
-        specs = option(config, "limbo_specs")
-        candidate = root / "specs"
-        self.specs_dir = Path(specs).resolve() if specs else (
-            candidate if (candidate / "services").is_dir() else default_specs_dir())
-        # What the run collects, and whether Limbo takes part at all (limbo_plugin.discovery).
-        self.limbo_options = given_limbo_options(
-            config, ((opt.name, opt.flag) for opt in VALUED))
-        self.redirected = redirect_collection(config, self.specs_dir, specs_option=bool(specs),
-                                              limbo_options=bool(self.limbo_options))
+        self.settings = settings
+        self.loaded = False
+        self.error: SpecError | None = None
         self._registry: SpecRegistry | None = None
-        self.spec_error: SpecError | None = None
-        self.specs_loaded = False
-        self.experiment = option(config, "experiment") or "default"
-        self.collects_specs = collects_specs(config, self.specs_dir)
-        self.only_specs = collects_only_specs(config, self.specs_dir)
-        self.active = (self.collects_specs or bool(self.limbo_options)
-                       or names_experiments(config))
-        """Whether Limbo takes part in this run; otherwise it creates, writes and prints
-        nothing (another project's tests in the same environment)."""
-        self.sigterm_handler: Any = None
-        if self.collects_specs:
-            # Validated now, before the first episode; a run that collects no specs (``pytest
-            # tests``) loads them only if something asks (see :attr:`registry`).
-            self.load_specs()
-        self.root = root
-        self.records_path = _resolve(root, option(config, "limbo_records") or "")
-        gate = option(config, "limbo_gate")
-        self.gate_path = _resolve(root, gate) if gate else None
-        self.gate: GateSpec | None = None
-        self.baseline_option = option(config, "limbo_baseline")
-        self.baseline_path: Path | None = None
-        self.resume = bool(config.getoption("limbo_resume") or config.getini("limbo_resume"))
-        self.is_worker = hasattr(config, "workerinput")
-        self.run_id = (str(config.workerinput.get("limbo_run_id") or "")  # type: ignore[attr-defined]
-                       if self.is_worker else "") or new_run_id()
-        self.notices: list[str] = []
-        """What the user must know before the run (records moved, a torn line repaired)."""
-        self.rotated_to: Path | None = None
-        self.records_lock: RecordsLock | None = None
-        self.write_failed = False
-        self.late_notices: list[str] = []
-        """What went wrong during the run that the user must know (printed at its end)."""
-        """The records file could not take a line (a full disk): nothing more is written."""
-        self.overrides = {name: option(config, name) for name in RUN_FIELDS}
         self._defaults: RunConfig | None = None
-        if self.collects_specs:
-            self._defaults = self._run_defaults()
-        from limbo_plugin.agents.options import parse_model_options
 
-        self.model_options = parse_model_options(config.getoption("limbo_model_options") or [])
-        shard = option(config, "limbo_shard")
-        self.shard = _shard(shard) if shard else None
-        cost = option(config, "limbo_cost_limit")
-        self.cost_limit = _positive_float("--limbo-cost-limit", cost) if cost else None
-        self.episode_timeout = _time_limit(option(config, "limbo_episode_timeout"))
-        self.repeat = _repeat(option(config, "limbo_repeat"))
-        from limbo_plugin.report.progress import parse_interval
-
-        parse_interval(option(config, "limbo_progress"), tty=False)  # before anything moves
-        self.agent_options = parse_agent_options({
-            "model_options": self.model_options,
-            "cassette": option(config, "limbo_cassette"),
-            "cassette_mode": option(config, "limbo_cassette_mode"),
-            "provider_retries": option(config, "limbo_provider_retries"),
-            "provider_backoff_s": option(config, "limbo_provider_backoff"),
-            "reports_dir": str(self.records_path.parent),  # harness transcripts go here
-        })
-        self._options_for: tuple[dict[str, Any], AgentOptions] | None = None
-        self.done: set[tuple[str, str, int]] = set()
-        self.previous: dict[tuple[str, str, int], Outcome] = {}
-        self.outcomes: dict[tuple[str, str, int], Outcome] = {}
-        """This run's episodes, one slim row each (the JSONL file holds the records)."""
-        self.writer: RecordWriter | None = None
-        self.cost_meter: CostMeter | None = None
-        self.gate_result: GateResult | None = None
-        self.skips: dict[SkipReason, int] = {}
-        self.started = time.monotonic()
-        self.selected: set[tuple[str, str, int]] = set()
-        self.baseline: list[Outcome] = []
-        self.stopped_early = False
-
-    def options_with(self, model_options: dict[str, Any]) -> AgentOptions:
-        """The agent options with an experiment's model options: one copy per experiment file
-        (its items share one ``model_options`` dict), not one per episode."""
-        cached = self._options_for
-        if cached is None or cached[0] is not model_options:
-            options = self.agent_options.model_copy(update={"model_options": model_options})
-            cached = self._options_for = (model_options, options)
-        return cached[1]
-
-    def remember_done(self, outcomes: list[Outcome]) -> None:
-        """On resume: the episodes already recorded without an error are not run again."""
-        for outcome in outcomes:
-            if outcome.error is None:
-                self.done.add(outcome.identity)
-                if not self.is_worker:
-                    self.previous[outcome.identity] = outcome
-
-    def load_specs(self) -> None:
-        """Load and check the spec tree once; a broken one is kept as :attr:`spec_error`."""
+    def load(self) -> None:
+        """Load and check the spec tree once; a broken one is kept as :attr:`error`."""
         from limbo_plugin.experiments import find_experiment
         from limbo_plugin.spec.registry import SpecRegistry
 
-        if self.specs_loaded:
+        if self.loaded:
             return
-        self.specs_loaded = True
+        self.loaded = True
         try:
-            self._registry = SpecRegistry.load(self.specs_dir)
+            self._registry = SpecRegistry.load(self.settings.specs_dir)
         except SpecError as exc:
             # A broken spec is reported by collection as one failing item (with its file and
             # line), not as a dead session: ``pytest tests`` must still run.
-            self.spec_error = exc
+            self.error = exc
             return
-        find_experiment(self.experiment, self._registry)
+        find_experiment(self.settings.experiment, self._registry)
         for name, description in self._registry.fault_markers().items():
             self.config.addinivalue_line("markers", f"{name}: Limbo episodes: {description}")
+
+    def check_options(self) -> None:
+        """The run-configuration options against the loaded specs (a :class:`UsageError`)."""
+        self._defaults = self._run_defaults()
 
     def _run_defaults(self) -> RunConfig:
         from limbo_plugin.runconfig import RunConfig
 
-        given = {name: value for name, value in self.overrides.items() if value is not None}
+        given = {name: value for name, value in self.settings.overrides.items()
+                 if value is not None}
         return RunConfig.parse(given, registry=self.registry)
 
     @property
@@ -179,9 +183,9 @@ class LimboState:
     @property
     def registry(self) -> SpecRegistry | None:
         """The spec registry, loaded on first use; ``None`` when the spec tree is broken."""
-        if not self.specs_loaded:
+        if not self.loaded:
             try:
-                self.load_specs()
+                self.load()
             except UsageError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return self._registry
@@ -192,11 +196,84 @@ class LimboState:
         return self.registry.family_order if self.registry is not None else ()
 
     @property
-    def specs(self) -> SpecRegistry:
-        """The session's spec registry; a broken spec tree raises its :class:`SpecError`."""
+    def loaded_registry(self) -> SpecRegistry:
+        """The spec registry; a broken spec tree raises its :class:`SpecError`."""
         if self.registry is None:
-            raise self.spec_error or SpecError(self.specs_dir, "the specs were not loaded")
+            raise self.error or SpecError(self.settings.specs_dir, "the specs were not loaded")
         return self.registry
+
+
+@dataclass
+class RunState:
+    """What changes while the run goes (on the controller, mostly)."""
+
+    run_id: str
+    notices: list[str] = field(default_factory=list)
+    """What the user must know before the run (records moved, a torn line repaired)."""
+    late_notices: list[str] = field(default_factory=list)
+    """What went wrong during the run that the user must know (printed at its end)."""
+    writer: RecordWriter | None = None
+    records_lock: RecordsLock | None = None
+    rotated_to: Path | None = None
+    write_failed: bool = False
+    """The records file could not take a line (a full disk): nothing more is written."""
+    cost_meter: CostMeter | None = None
+    gate: GateSpec | None = None
+    gate_result: GateResult | None = None
+    baseline_path: Path | None = None
+    baseline: list[Outcome] = field(default_factory=list)
+    done: set[Identity] = field(default_factory=set)
+    """On resume: the episodes already recorded without an error (not run again)."""
+    previous: dict[Identity, Outcome] = field(default_factory=dict)
+    outcomes: dict[Identity, Outcome] = field(default_factory=dict)
+    """This run's episodes, one slim row each (the JSONL file holds the records)."""
+    selected: set[Identity] = field(default_factory=set)
+    skips: dict[SkipReason, int] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+    stopped_early: bool = False
+    sigterm_handler: Any = None
+
+    def remember_done(self, outcomes: list[Outcome], *, keep: bool) -> None:
+        """On resume: the episodes already recorded without an error are not run again (and,
+        with ``keep``, on the controller, count in the summary)."""
+        for outcome in outcomes:
+            if outcome.error is None:
+                self.done.add(outcome.identity)
+                if keep:
+                    self.previous[outcome.identity] = outcome
+
+    def all_outcomes(self) -> list[Outcome]:
+        """This run's episodes plus, on resume, the earlier ones of the selected episodes."""
+        merged = {k: v for k, v in self.previous.items() if not self.selected or
+                  k in self.selected}
+        merged.update(self.outcomes)
+        return list(merged.values())
+
+
+@dataclass(frozen=True)
+class Limbo:
+    """The session's part in a pytest run (in ``config.stash[STATE]``)."""
+
+    config: pytest.Config
+    settings: Settings
+    specs: Specs
+    run: RunState
+
+
+STATE = pytest.StashKey[Limbo]()
+
+
+def start(config: pytest.Config) -> Limbo:
+    """The session's settings, run state and specs; in a run that collects experiments the
+    specs are loaded and the options checked against them now, before the first episode."""
+    settings = settings_from(config)
+    specs = Specs(config, settings)
+    if settings.collects_specs:
+        specs.load()
+        specs.check_options()
+    worker_run_id = (str(config.workerinput.get("limbo_run_id") or "")  # type: ignore[attr-defined]
+                     if settings.is_worker else "")
+    return Limbo(config, settings, specs, RunState(run_id=worker_run_id or new_run_id()))
 
 
 def new_run_id() -> str:
@@ -272,26 +349,18 @@ def _resolve(root: Path, path: str) -> Path:
     return candidate if candidate.is_absolute() else root / candidate
 
 
-def _targets(config: pytest.Config) -> list[Path]:
+def _targets(config: pytest.Config, args: list[str]) -> list[Path]:
     base = Path(config.invocation_params.dir)
-    return [(base / arg.split("::")[0]).resolve() for arg in config.args]
+    return [(base / arg.split("::")[0]).resolve() for arg in args]
 
 
-def collects_specs(config: pytest.Config, specs_dir: Path) -> bool:
-    """Whether this invocation collects experiments (``pytest tests`` must not touch reports/)."""
+def collects_specs(config: pytest.Config, args: list[str], specs_dir: Path) -> bool:
+    """Whether collecting ``args`` collects experiments."""
     return any(target == specs_dir or specs_dir in target.parents or target in specs_dir.parents
-               for target in _targets(config))
+               for target in _targets(config, args))
 
 
-def collects_only_specs(config: pytest.Config, specs_dir: Path) -> bool:
-    """Whether every path this invocation collects lies in the specs (no Python tests)."""
-    targets = _targets(config)
+def collects_only_specs(config: pytest.Config, args: list[str], specs_dir: Path) -> bool:
+    """Whether every path in ``args`` lies in the specs (no Python tests)."""
+    targets = _targets(config, args)
     return bool(targets) and all(t == specs_dir or specs_dir in t.parents for t in targets)
-
-
-def all_outcomes(state: LimboState) -> list[Outcome]:
-    """This run's episodes plus, on resume, the earlier ones of the selected episodes."""
-    merged = {k: v for k, v in state.previous.items() if not state.selected or
-              k in state.selected}
-    merged.update(state.outcomes)
-    return list(merged.values())

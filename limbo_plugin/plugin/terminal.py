@@ -8,71 +8,74 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from limbo_plugin.plugin.items import SkipReason
-from limbo_plugin.plugin.settings import all_outcomes
 from limbo_plugin.report.record_files import shown_path
 
 if TYPE_CHECKING:
-    from limbo_plugin.plugin.settings import LimboState
+    from limbo_plugin.plugin.settings import Limbo
 
 
-def hint_if_nothing_collected(terminalreporter: Any, state: LimboState, exitstatus: int) -> None:
+def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: int) -> None:
     """A Limbo option was given, yet no episode ran: one line saying why and what to run."""
-    if (not state.limbo_options or state.outcomes or state.previous or state.selected
-            or state.config.option.collectonly or exitstatus == pytest.ExitCode.INTERRUPTED):
+    settings, run = limbo.settings, limbo.run
+    if (not settings.limbo_options or run.outcomes or run.previous or run.selected
+            or limbo.config.option.collectonly or exitstatus == pytest.ExitCode.INTERRUPTED):
         return
     from limbo_plugin.discovery import nothing_collected_hint
 
     terminalreporter.write_line(nothing_collected_hint(
-        state.specs_dir, state.experiment, state.limbo_options, state.redirected), yellow=True)
+        settings.specs_dir, settings.experiment, list(settings.limbo_options),
+        settings.redirected), yellow=True)
 
 
-def print_summary(terminalreporter: Any, state: LimboState) -> None:
-    for notice in state.late_notices:
+def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
+    settings, run = limbo.settings, limbo.run
+    for notice in run.late_notices:
         terminalreporter.write_line(f"limbo: {notice}", yellow=True)
-    records = all_outcomes(state)
-    if not records and state.gate_result is None:
+    records = run.all_outcomes()
+    if not records and run.gate_result is None:
         return
+    families = limbo.specs.family_order
     from limbo_plugin.report.aggregate import summarize
     from limbo_plugin.report.passk import render_text as pass_k_text
     from limbo_plugin.report.summary import render_text, write_summary
 
     write = terminalreporter.write_line
     if records:
-        summary = summarize(records, family_order=state.family_order)
+        summary = summarize(records, family_order=families)
         terminalreporter.section("Limbo summary")
-        if state.stopped_early:
+        if run.stopped_early:
             write(f"PARTIAL: the run stopped early; the table covers the {len(records)} "
                   "episode(s) recorded so far. Re-run with --limbo-resume to finish it.",
                   yellow=True, bold=True)
         for line in render_text(summary):
             write(line)
-        for line in pass_k_text(records, family_order=state.family_order):
+        for line in pass_k_text(records, family_order=families):
             write(line)
-        where = f"Records: {shown_path(state.records_path)} ({len(state.outcomes)} new this " \
-                f"run, run id {state.run_id})."
+        where = f"Records: {shown_path(settings.records_path)} ({len(run.outcomes)} new " \
+                f"this run, run id {run.run_id})."
         try:
-            if state.write_failed:
+            if run.write_failed:
                 raise OSError("the records file could not be written either")
-            json_path, md_path = write_summary(summary, state.records_path)
+            json_path, md_path = write_summary(summary, settings.records_path)
         except OSError as exc:
             write(f"{where} The summary files were not written: {exc.strerror or exc}.",
                   yellow=True)
         else:
             write(f"{where} Summary: {shown_path(json_path)}, {shown_path(md_path)}")
-    if state.baseline_path is not None and records:
+    if run.baseline_path is not None and records:
         from limbo_plugin.report.compare import write_baseline_comparison
 
-        write_baseline_comparison(terminalreporter, state.baseline, records,
-                                  shown_path(state.baseline_path), state.family_order)
-    if state.rotated_to is not None:
-        write(f"The previous records are kept in {shown_path(state.rotated_to)} "
-              f"(`limbo runs {shown_path(state.records_path)}` lists every run).")
-    skipped_for_cost = state.skips.get(SkipReason.COST_LIMIT, 0)
+        write_baseline_comparison(terminalreporter, run.baseline, records,
+                                  shown_path(run.baseline_path), families)
+    if run.rotated_to is not None:
+        write(f"The previous records are kept in {shown_path(run.rotated_to)} "
+              f"(`limbo runs {shown_path(settings.records_path)}` lists every run).")
+    skipped_for_cost = run.skips.get(SkipReason.COST_LIMIT, 0)
     if skipped_for_cost:
-        write(f"Cost limit of ${state.cost_limit} reached: {skipped_for_cost} episode(s) were "
-              "not started.", yellow=True)
-    if state.gate_result is not None:
+        write(f"Cost limit of ${settings.cost_limit} reached: {skipped_for_cost} episode(s) "
+              "were not started.", yellow=True)
+    if run.gate_result is not None:
         terminalreporter.section("Limbo gate")
-        for i, line in enumerate(state.gate_result.lines()):
-            color = {"green": True} if state.gate_result.passed else {"red": True}
+        for i, line in enumerate(run.gate_result.lines()):
+            color = {"green": True} if run.gate_result.passed else {"red": True}
             write(line, **(color if i == 0 else {}))
