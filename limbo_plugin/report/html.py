@@ -46,7 +46,7 @@ def episode_uid(row: EpisodeRow) -> str:
     """A short, stable id for URLs (``index.html#episode=<uid>``): key, configuration and
     repeat (the explorer also takes the test id pytest prints)."""
     repeat = f"|{row.repeat}" if row.repeat else ""
-    digest = hashlib.sha1(f"{row.episode_id}|{row.fingerprint}{repeat}".encode()).hexdigest()
+    digest = hashlib.sha1(f"{row.episode_id}|{row.fingerprint()}{repeat}".encode()).hexdigest()
     return digest[:12]
 
 

@@ -24,14 +24,15 @@ Merging rules, in this order:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from limbo_plugin.experiments.design import ModelLabel
-from limbo_plugin.records import RECORD_SCHEMA_VERSION, run_fingerprint
+from limbo_plugin.records import RECORD_SCHEMA_VERSION
+from limbo_plugin.report.episode_view import EpisodeView
 from limbo_plugin.report.record_files import RecordFileError
 
 if TYPE_CHECKING:
@@ -50,13 +51,6 @@ class _SlimTraceEntry(BaseModel):
     is_error: bool
 
 
-class _SlimUsage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
 class _SlimFault(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -64,51 +58,17 @@ class _SlimFault(BaseModel):
     delay_s: float | None = None
 
 
-class SlimRecord(BaseModel):
-    """The fields of :class:`~limbo_plugin.records.EpisodeRecord` that tables read."""
+@dataclass(frozen=True, slots=True)
+class ReportLine(EpisodeView):
+    """One record line as the report reads it: the view's fields, and the parts of the trace,
+    the fault report and the final report that :func:`to_view` derives the rest from."""
 
-    model_config = ConfigDict(extra="ignore")
+    fault: _SlimFault = field(default_factory=_SlimFault)
+    uncertain_operations: list[str] = field(default_factory=list)
+    trace: list[_SlimTraceEntry] = field(default_factory=list)
 
-    schema_version: int = RECORD_SCHEMA_VERSION
-    experiment: str | None = None
-    arm: str | None = None
-    repeat: int = 0
-    episode_id: str
-    template: str
-    instance: int
-    focal_write: str
-    fault_mode: str
-    family: str
-    fault_class: str | None = None
-    contract: str
-    docs: str
-    instruction: str
-    condition: str
-    operator: str
-    agent: str
-    focal_tool: str | None = None
-    focal_idempotency: str | None = None
-    focal_verification: str | None = None
-    focal_accepts_key: bool | None = None
-    focal_irreversible: bool | None = None
-    fired: bool
-    fault: _SlimFault = _SlimFault()
-    ts: bool
-    eos: bool
-    duplicates: int
-    residual_duplicates: int = 0
-    collateral: int = 0
-    overclaim: bool
-    final_status: str | None = None
-    uncertain_operations: list[str] = []
-    behaviour: str | None = None
-    tool_calls: int
-    harness_calls: int = 0
-    sim_seconds: float
-    escalations: int = 0
-    error: str | None = None
-    usage: _SlimUsage | None = None
-    trace: list[_SlimTraceEntry] = []
+
+_LINE = TypeAdapter(ReportLine)
 
 
 def classify(idempotency: str | None, verification: str | None,
@@ -197,12 +157,12 @@ class SpecFacts:
         order = self.family_order
         return order.index(family) if family in order else len(order)
 
-    def fault_class(self, record: SlimRecord) -> str | None:
+    def fault_class(self, record: ReportLine) -> str | None:
         if record.family in self.family_classes:
             return self.family_classes[record.family]
         return record.fault_class
 
-    def contract_class(self, record: SlimRecord) -> str | None:
+    def contract_class(self, record: ReportLine) -> str | None:
         """Rows of one class must line up across contract variants (Table 5 compares the same
         writes natively and with keys everywhere), but a ``keys_everywhere`` record describes
         its focal write as key-optional: the native class is looked up by tool."""
@@ -215,103 +175,11 @@ class SpecFacts:
                         record.focal_accepts_key)
 
 
-@dataclass(frozen=True, slots=True)
-class EpisodeRow:
-    """One graded episode as the tables see it, and where its full record lies on disk."""
-
-    experiment: str | None
-    arm: str | None
-    repeat: int
-    episode_id: str
-    template: str
-    instance: int
-    focal_write: str
-    fault_mode: str
-    family: str
-    family_rank: int
-    fault_class: str | None
-    hidden_outcome: str | None
-    """The mode's hidden outcome (``absent``, ``committed``, ``late``, ``partial``,
-    ``duplicated``, ``none``) as the fault spec states it: what tables select on."""
-    group: str | None
-    """The mode's observation-equivalence group (``T``, ``E``, ``S``, ``-``)."""
-    execute: str | None
-    """How the mode executes the request (``never``, ``now``, ``late``, …)."""
-    late_delay: str | None
-    """For a late commit, how its delay is drawn (``fixed``, ``log_uniform``)."""
-    contract: str
-    docs: str
-    instruction: str
-    condition: str
-    operator: str
-    agent: str
-    tier: str | None
-    """The agent's tier (``frontier``, ``weaker``) as its experiment spec labels it."""
-    pooled: bool
-    """Whether pooled statistics include the agent (its experiment spec's ``pooled``)."""
-    focal_tool: str | None
-    focal_idempotency: str | None
-    focal_verification: str | None
-    focal_accepts_key: bool | None
-    focal_irreversible: bool | None
-    contract_class: str | None
-    fired: bool
-    delay_s: float | None
-    ts: bool
-    eos: bool
-    duplicates: int
-    residual_duplicates: int
-    overclaim: bool
-    final_status: str | None
-    uncertain_count: int
-    behaviour: str | None
-    first_action: str | None
-    focal_keyed: bool | None
-    """Whether the agent's faulted call carried an idempotency key (``None``: not fired)."""
-    reissue_key: str | None
-    """The agent's first re-issue of the focal write (same tool, same intent fields):
-    ``reused`` (the first attempt's key), ``new_key`` (another key or none after a keyed
-    first attempt), ``no_key`` (the first attempt carried none); ``None``: no re-issue."""
-    reissue_after_s: float | None
-    """Simulated seconds from the faulted call's answer to that re-issue."""
-    tool_calls: int
-    harness_calls: int
-    sim_seconds: float
-    escalations: int
-    tokens: int | None
-    source: int
-    offset: int
-    length: int
-
-    @property
-    def fingerprint(self) -> str:
-        return run_fingerprint(self)
-
-    @property
-    def identity(self) -> tuple[str | None, str | None, int, str, str]:
-        """Experiment, arm, repeat, world and configuration: one recorded episode."""
-        return self.experiment, self.arm, self.repeat, self.episode_id, self.fingerprint
-
-    @property
-    def run_key(self) -> tuple[str | None, str | None, str, str]:
-        """The identity without the repeat number: what declared repeat runs share."""
-        return self.experiment, self.arm, self.episode_id, self.fingerprint
-
-    @property
-    def duplicated(self) -> bool:
-        return self.duplicates > 0
-
-    @property
-    def faulted(self) -> bool:
-        """A fired fault: the denominator of every fault-conditional rate."""
-        return self.family != "none" and self.fired
-
-    @property
-    def passed(self) -> bool:
-        return self.eos and not self.overclaim
+EpisodeRow = EpisodeView
+"""The report's name for the one view of an episode (:mod:`.episode_view`)."""
 
 
-def first_action(record: SlimRecord) -> str | None:
+def first_action(record: ReportLine) -> str | None:
     """The agent's first call after the focal fault: its tool, or ``reissue`` for the focal tool.
 
     The focal call is the agent's call of the focal tool that started when the fault fired
@@ -339,7 +207,7 @@ def _key_of(entry: _SlimTraceEntry) -> str | None:
     return str(key) if key else None
 
 
-def reissue_of(record: SlimRecord, facts: SpecFacts
+def reissue_of(record: ReportLine, facts: SpecFacts
                ) -> tuple[bool | None, str | None, float | None]:
     """``(focal_keyed, reissue_key, reissue_after_s)`` from the agent's own calls (see
     :class:`EpisodeRow`). A re-issue is a later agent call of the focal tool whose intent
@@ -368,37 +236,24 @@ def reissue_of(record: SlimRecord, facts: SpecFacts
     return keyed is not None, label, again.t_start - focal.t_end
 
 
-def to_row(record: SlimRecord, facts: SpecFacts, source: int, offset: int, length: int
-           ) -> EpisodeRow:
-    usage = record.usage
+_VIEW_FIELDS = tuple(f.name for f in fields(EpisodeView))
+
+
+def to_view(record: ReportLine, facts: SpecFacts, source: int, offset: int, length: int
+            ) -> EpisodeView:
+    """The line's view, labelled from the specs and with what its trace says."""
     hidden, group, execute, late_delay = facts.mode_label(record.fault_mode)
     keyed, reissue, after = reissue_of(record, facts)
     label = facts.model_label(record.experiment, record.agent)
-    return EpisodeRow(
-        experiment=record.experiment, arm=record.arm, repeat=record.repeat,
-        episode_id=record.episode_id, template=record.template, instance=record.instance,
-        focal_write=record.focal_write, fault_mode=record.fault_mode, family=record.family,
+    values = {name: getattr(record, name) for name in _VIEW_FIELDS}
+    values.update(
         family_rank=facts.family_rank(record.family), fault_class=facts.fault_class(record),
         hidden_outcome=hidden, group=group, execute=execute, late_delay=late_delay,
-        contract=record.contract, docs=record.docs,
-        instruction=record.instruction, condition=record.condition, operator=record.operator,
-        agent=record.agent, tier=label.tier, pooled=label.pooled, focal_tool=record.focal_tool,
-        focal_idempotency=record.focal_idempotency,
-        focal_verification=record.focal_verification,
-        focal_accepts_key=record.focal_accepts_key,
-        focal_irreversible=record.focal_irreversible,
-        contract_class=facts.contract_class(record), fired=record.fired,
-        delay_s=record.fault.delay_s, ts=record.ts, eos=record.eos,
-        duplicates=record.duplicates, residual_duplicates=record.residual_duplicates,
-        overclaim=record.overclaim, final_status=record.final_status,
-        uncertain_count=len(record.uncertain_operations), behaviour=record.behaviour,
+        contract_class=facts.contract_class(record), tier=label.tier, pooled=label.pooled,
+        delay_s=record.fault.delay_s, uncertain_count=len(record.uncertain_operations),
         first_action=first_action(record), focal_keyed=keyed, reissue_key=reissue,
-        reissue_after_s=after, tool_calls=record.tool_calls,
-        harness_calls=record.harness_calls, sim_seconds=record.sim_seconds,
-        escalations=record.escalations,
-        tokens=None if usage is None else usage.prompt_tokens + usage.completion_tokens,
-        source=source, offset=offset, length=length,
-    )
+        reissue_after_s=after, source=source, offset=offset, length=length)
+    return EpisodeView(**values)
 
 
 @dataclass
@@ -448,9 +303,9 @@ def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
             offset += len(line)
 
 
-def parse_line(path: Path, number: int, line: bytes, last: bool) -> SlimRecord | None:
+def parse_line(path: Path, number: int, line: bytes, last: bool) -> ReportLine | None:
     try:
-        record = SlimRecord.model_validate_json(line)
+        record = _LINE.validate_json(line)
     except ValidationError as exc:
         if last and not line.endswith(b"\n"):
             return None
@@ -490,10 +345,10 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
             if record.error is not None:
                 loaded.errors_dropped += 1
                 continue
-            row = to_row(record, facts, source, offset, len(line))
-            if row.identity in in_file:
+            row = to_view(record, facts, source, offset, len(line))
+            if row.record_identity in in_file:
                 loaded.duplicates_dropped += 1
-            in_file[row.identity] = row
+            in_file[row.record_identity] = row
         for identity, row in in_file.items():
             if identity in kept:
                 loaded.duplicates_dropped += 1

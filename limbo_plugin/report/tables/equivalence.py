@@ -36,7 +36,7 @@ def matched_pairs(rows: Sequence[EpisodeRow]) -> dict[str, list[Pair]]:
     out: dict[str, list[Pair]] = {}
     worlds = group([r for r in rows if matched_world(r)],
                    lambda r: (r.experiment or "", r.template, r.instance, r.focal_write,
-                              r.fingerprint, r.group or ""))
+                              r.fingerprint(), r.group or ""))
     for key in sorted(worlds):
         by_outcome = {r.hidden_outcome: r for r in worlds[key]}
         if all(o in by_outcome for o in PAIRED_OUTCOMES):

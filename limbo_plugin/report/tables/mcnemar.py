@@ -54,8 +54,8 @@ def table_appendix_b(rows: Sequence[EpisodeRow]) -> Result:
                 raw.append(p)
                 block.append({"experiment": experiment, "agent": agent,
                               "condition": condition, "pairs": len(pairs),
-                              "eos_vanilla": sum(a.eos for a, _ in pairs) / len(pairs),
-                              "eos_condition": sum(b.eos for _, b in pairs) / len(pairs),
+                              "eos_vanilla": sum(bool(a.eos) for a, _ in pairs) / len(pairs),
+                              "eos_condition": sum(bool(b.eos) for _, b in pairs) / len(pairs),
                               "only_vanilla": only_v, "only_condition": only_c, "p": p})
             for cells, adjusted in zip(block, holm(raw) if raw else [], strict=True):
                 cells["p_holm"] = adjusted

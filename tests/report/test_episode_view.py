@@ -1,0 +1,60 @@
+"""One view of an episode for the summary, the gate, ``limbo runs`` and the report, with the
+record's own field names and types, and the spec labels set once when the report loads it."""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import fields
+from pathlib import Path
+
+from reportkit import cell, load, record, write
+
+from limbo_plugin.records import EpisodeRecord, Usage
+from limbo_plugin.report.episode_view import EpisodeView, ViewUsage
+from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.report.outcomes import Outcome, read_outcomes
+
+NOT_RECORD_FIELDS = {"family_rank", "hidden_outcome", "group", "execute", "late_delay",
+                     "contract_class", "tier", "pooled", "delay_s", "uncertain_count",
+                     "first_action", "focal_keyed", "reissue_key", "reissue_after_s", "source",
+                     "offset", "length"}
+"""What the view adds: labels from the specs, what the trace says, where the line lies."""
+
+
+def test_one_view_for_every_reader() -> None:
+    assert Outcome is EpisodeView and EpisodeRow is EpisodeView
+    assert not hasattr(EpisodeView(*["x"] * 9, True, True, True, False, 0), "__dict__"), \
+        "slotted"
+
+
+def test_the_view_declares_the_records_fields_as_the_record_does() -> None:
+    view = typing.get_type_hints(EpisodeView)
+    record = typing.get_type_hints(EpisodeRecord)
+    own = {f.name for f in fields(EpisodeView)} - NOT_RECORD_FIELDS
+    assert own <= set(EpisodeRecord.model_fields), own - set(EpisodeRecord.model_fields)
+    for name in own - {"usage"}:
+        # the same type, or the same type or None (a line that leaves it out is caught later)
+        assert view[name] in (record[name], record[name] | None), name
+    usage = typing.get_type_hints(ViewUsage)
+    assert set(usage) <= set(Usage.model_fields)
+    assert all(usage[n] == typing.get_type_hints(Usage)[n] for n in usage)
+
+
+def test_the_report_and_the_summary_read_the_same_view(tmp_path: Path) -> None:
+    records = cell(6, 2, fault_mode="timeout_late")
+    path = write(tmp_path / "r.jsonl", records)
+    outcomes = sorted(read_outcomes(path), key=lambda v: v.episode_id)
+    rows = sorted(load([path]).rows, key=lambda v: v.episode_id)
+    assert [(o.episode_id, o.fingerprint(), o.duplicates, o.eos) for o in outcomes] == \
+        [(r.episode_id, r.fingerprint(), r.duplicates, r.eos) for r in rows]
+    assert {r.hidden_outcome for r in rows} == {"late"} and {r.group for r in rows} == {"T"}
+    assert {o.hidden_outcome for o in outcomes} == {None}, "the summary does not label"
+
+
+def test_a_record_that_ended_in_an_error_is_dropped_not_refused(tmp_path: Path) -> None:
+    """An infrastructure error has no grade (ts, eos and overclaim null); the report used to
+    refuse the whole file ("not an episode record (ts: Input should be a valid boolean)")."""
+    errored = record(template="z", error="infrastructure error: the provider is down")
+    errored = errored.model_copy(update={"ts": None, "eos": None, "overclaim": None})
+    loaded = load([write(tmp_path / "r.jsonl", [*cell(4, 1), errored])])
+    assert len(loaded.rows) == 4 and loaded.errors_dropped == 1
