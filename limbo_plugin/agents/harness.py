@@ -63,7 +63,7 @@ from limbo_plugin.errors import UsageError
 from limbo_plugin.processes import kill_group, stop
 from limbo_plugin.records import HarnessRun
 from limbo_plugin.scrubbing import Scrubber, current, learn, scrub
-from limbo_plugin.server.launch import mcp_http_server, mcp_launch
+from limbo_plugin.server.launch import episode_launch, mcp_http_server
 from limbo_plugin.server.sandbox_http import EpisodeLease, SandboxServer, shared_sandbox
 from limbo_plugin.server.wire import SERVER_NAME
 
@@ -165,7 +165,7 @@ class HarnessAgent:
             with mcp_http_server(lease.url, lease.token) as url:
                 yield {"mcp_url": url, "mcp_token": lease.token}
             return
-        launch = mcp_launch(lease.url, lease.token)
+        launch = episode_launch(lease.url, lease.token)
         yield {"mcp_command": launch.command, "mcp_args": list(launch.args),
                "mcp_env": dict(launch.env)}
 

@@ -20,7 +20,7 @@ from limbo_plugin.agents.base import AgentSession, InfrastructureError
 from limbo_plugin.agents.scripted import POLICIES, ScriptedAgent
 from limbo_plugin.contracts import ToolDefinition
 from limbo_plugin.errors import EpisodeOver
-from limbo_plugin.server.launch import McpLaunch, mcp_launch
+from limbo_plugin.server.launch import episode_launch
 from limbo_plugin.server.sandbox_http import SandboxServer, shared_sandbox
 from limbo_plugin.toolapi import ToolResult
 
@@ -48,21 +48,6 @@ class McpPolicyAgent:
             raise lease.failure
         if isinstance(outcome, BaseException):
             raise outcome
-
-
-def episode_launch(url: str, token: str) -> McpLaunch:
-    """How an episode starts its ``limbo mcp`` stdio server: through this worker's fork server
-    (:mod:`limbo_plugin.server.mcp_fork`), which has the SDK imported already, so an episode
-    costs tens of milliseconds, not the half second of a fresh ``limbo mcp``; where there is no
-    ``fork`` or no descriptor passing (Windows), as a fresh ``limbo mcp``."""
-    import os
-    import socket
-
-    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
-        return mcp_launch(url, token)
-    from limbo_plugin.server.mcp_fork import shared_fork_server
-
-    return shared_fork_server().launch(url, token)
 
 
 def _drive(command: str, args: list[str], env: dict[str, str], errlog: Any,

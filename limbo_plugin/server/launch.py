@@ -53,6 +53,22 @@ def mcp_launch(url: str, token: str) -> McpLaunch:
     )
 
 
+def episode_launch(url: str, token: str) -> McpLaunch:
+    """How an episode starts its ``limbo mcp`` stdio server: through this worker's fork server
+    (:mod:`limbo_plugin.server.mcp_fork`), which has the SDK imported already, so an episode
+    costs tens of milliseconds, not the half second of a fresh ``limbo mcp``; where there is no
+    ``fork`` or no descriptor passing (Windows), as a fresh ``limbo mcp``. The server a client
+    gets is the same either way: the forked child runs ``limbo mcp``'s own code on the client's
+    own stdio pipes."""
+    import socket
+
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return mcp_launch(url, token)
+    from limbo_plugin.server.mcp_fork import shared_fork_server
+
+    return shared_fork_server().launch(url, token)
+
+
 @contextmanager
 def mcp_http_server(url: str, token: str, *, host: str = "127.0.0.1",
                     startup_timeout_s: float = 300.0) -> Iterator[str]:
