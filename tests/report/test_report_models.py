@@ -285,6 +285,29 @@ def test_h1_real_fits_find_the_weak_read_path_effect(tmp_path: Path) -> None:
         assert row["ci_low"] <= row["odds_ratio"] <= row["ci_high"]  # type: ignore[operator]
     # Without clustering the odds ratio is (12·13)/(4·3) = 13; the fits stay in its range.
     assert 3 < gee["odds_ratio"] < 40  # type: ignore[operator]
+    # The GEE row, recomputed from the records with statsmodels and scipy directly.
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+    import statsmodels.api as sm
+    from scipy.stats import t as student_t
+
+    frame = pd.DataFrame({"y": [int(r.duplicates > 0) for r in records],
+                          "weak": [int(r.focal_verification == "eventual") for r in records],
+                          "template": [r.template for r in records]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = sm.GEE.from_formula("y ~ weak", groups="template", data=frame,
+                                  family=sm.families.Binomial(),
+                                  cov_struct=sm.cov_struct.Exchangeable()
+                                  ).fit(cov_type="bias_reduced")
+    beta, se = float(fit.params["weak"]), float(fit.bse["weak"])
+    q = float(student_t.ppf(0.975, 3))
+    assert gee["odds_ratio"] == pytest.approx(np.exp(beta), rel=1e-6)
+    assert (gee["ci_low"], gee["ci_high"]) == (pytest.approx(np.exp(beta - q * se), rel=1e-6),
+                                               pytest.approx(np.exp(beta + q * se), rel=1e-6))
+    assert gee["p"] == pytest.approx(2 * student_t.sf(abs(beta / se), 3), rel=1e-6)
 
 
 
