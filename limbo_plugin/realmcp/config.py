@@ -21,10 +21,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from limbo_plugin.contracts import ToolDefinition
+from limbo_plugin.errors import SpecError
+from limbo_plugin.spec.loader import load_model
 from limbo_plugin.spec.models import ReadBack, ToolContract
 
 UPSTREAM_SERVICE = "upstream"
@@ -59,23 +60,14 @@ class GuardConfig(BaseModel):
 
 
 def load_config(path: str | Path | None) -> GuardConfig:
+    """The guard's configuration file, checked like a spec (``file:line: at tools[0].writes …``);
+    no file, or an empty one, configures nothing."""
     if path is None:
         return GuardConfig()
-    source = Path(path)
     try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{source}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}{where}: not valid YAML or JSON") from None
-    try:
-        return GuardConfig.model_validate(data or {})
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"])
-        raise ConfigError(f"{source}: {where}: {error['msg']}") from None
+        return load_model(path, GuardConfig, empty=GuardConfig())
+    except SpecError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def config_from_audit(document: dict[str, Any]) -> GuardConfig:

@@ -10,8 +10,10 @@ import re
 from functools import cached_property
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from limbo_plugin.errors import SpecError
+from limbo_plugin.spec.loader import load_model
 
 DEFAULT_RULES = Path(__file__).with_name("audit_rules.yaml")
 
@@ -86,18 +88,9 @@ class AuditRules(BaseModel):
 
 
 def load_rules(path: str | Path | None = None) -> AuditRules:
-    source = Path(path) if path else DEFAULT_RULES
+    """The audit rules (Limbo's own unless ``path``), checked like a spec (``file:line: at
+    field …``)."""
     try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RulesError(f"{source}: cannot read the audit rules: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise RulesError(f"{source}{where}: not valid YAML") from None
-    try:
-        return AuditRules.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        raise RulesError(f"{source}: {field}: {error['msg']}") from None
+        return load_model(Path(path) if path else DEFAULT_RULES, AuditRules)
+    except SpecError as exc:
+        raise RulesError(str(exc)) from None

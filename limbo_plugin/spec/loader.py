@@ -285,6 +285,16 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
         raise doc.error(loc, message) from None
 
 
+def load_model(file: str | Path, model: type[ModelT], *, empty: ModelT | None = None) -> ModelT:
+    """One YAML (or JSON) file validated as ``model``: :func:`load_yaml` then :func:`validate`,
+    every problem a :class:`SpecError` at ``file:line`` and the path inside. An empty file is
+    ``empty`` when one is given (a configuration whose every field has a default)."""
+    doc = load_yaml(file)
+    if doc.data is None and empty is not None:
+        return empty
+    return validate(doc, model)
+
+
 def _clean_loc(loc: tuple[Any, ...]) -> PathKey:
     """Drop pydantic's union-branch markers so the path matches the YAML document."""
     return tuple(part for part in loc if isinstance(part, int) or not _is_marker(str(part)))
