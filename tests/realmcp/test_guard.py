@@ -4,20 +4,11 @@ where ``--condition guard`` gives the answer it must match)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from guard_equivalence import compare, sandbox_guard_config
-from realkit import (
-    ADA,
-    MEMORY_VERIFY,
-    drive_policy,
-    limbo,
-    proxy_command,
-    real_server,
-    report_json,
-)
+from realkit import ADA, drive_policy, limbo, proxy_command, report_json
 
 from limbo_plugin.conditions.vbr import BLOCKED
 from limbo_plugin.records import EpisodeKey
@@ -49,26 +40,22 @@ def test_limbo_guard_gives_the_records_of_condition_guard(key, sandbox_config) -
         assert inside["duplicates"] == 0
 
 
-def _memory_env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}
-
-
-def _guarded(tmp_path: Path, config: Path | None, mode: str = "timeout_post") -> tuple:
+def _guarded(tmp_path: Path, memory: tuple[list[str], dict[str, str]], config: Path | None,
+             mode: str = "timeout_post") -> tuple:
+    server, env = memory
     log = tmp_path / "proxy.jsonl"
     extra = ("--config", str(config)) if config else ()
-    behind = proxy_command(mode, log, [real_server("memory")], *extra)
+    behind = proxy_command(mode, log, server, *extra)
     guard = ["python", "-m", "limbo_plugin.cli", "guard",
              *(["--config", str(config)] if config else []), "--", *behind]
-    done = drive_policy("blind_retry", guard, [("create_entities", ADA)],
-                        env=_memory_env(tmp_path))
+    done = drive_policy("blind_retry", guard, [("create_entities", ADA)], env=env)
     return done, report_json(log)["create_entities"]
 
 
 @pytest.mark.slow
-def test_in_front_of_the_guard_blind_retry_is_verified_not_duplicated(tmp_path) -> None:
-    config = tmp_path / "memory.yaml"
-    config.write_text(MEMORY_VERIFY)
-    done, counts = _guarded(tmp_path, config)
+def test_in_front_of_the_guard_blind_retry_is_verified_not_duplicated(
+        tmp_path, memory, memory_verify) -> None:
+    done, counts = _guarded(tmp_path, memory, memory_verify)
     assert (counts["faulted"], counts["duplicated"], counts["verified"]) == (1, 0, 1)
     first, retry = done.calls[0][2], done.calls[1][2]
     assert first.error_type == "timeout" and "harness_note" in first.content  # annotate
@@ -77,8 +64,8 @@ def test_in_front_of_the_guard_blind_retry_is_verified_not_duplicated(tmp_path) 
 
 
 @pytest.mark.slow
-def test_without_a_read_back_the_guard_blocks_the_retry(tmp_path) -> None:
-    done, counts = _guarded(tmp_path, None)  # the audit found no read-back query to run
+def test_without_a_read_back_the_guard_blocks_the_retry(tmp_path, memory) -> None:
+    done, counts = _guarded(tmp_path, memory, None)  # the audit found no read-back to run
     assert (counts["faulted"], counts["duplicated"], counts["left"]) == (1, 0, 1)
     refused = [answer for name, _, answer in done.calls if name == "create_entities"][1]
     assert refused.error_type == BLOCKED and "escalate_to_human" in refused.text()

@@ -7,26 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from realkit import (
-    ADA,
-    MEMORY_VERIFY,
-    drive_policy,
-    limbo,
-    proxy_command,
-    real_server,
-    report_json,
-)
+from realkit import ADA, drive_policy, limbo, proxy_command, report_json
 
 from limbo_plugin.realmcp.proxy import Schedule, intent_of
 from limbo_plugin.realmcp.proxy_report import read_log, summarize
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
-    import os
-
-    return [real_server("memory")], {**os.environ,
-                                     "MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}
 
 
 def _run(policy: str, mode: str, tmp_path: Path, memory: tuple[list[str], dict[str, str]],
@@ -46,11 +30,9 @@ def test_blind_retry_duplicates_under_timeout_post(tmp_path, memory) -> None:
 
 
 @pytest.mark.slow
-def test_verify_first_reads_back_instead(tmp_path, memory) -> None:
-    config = tmp_path / "memory.yaml"
-    config.write_text(MEMORY_VERIFY)
-    counts = _run("verify_first", "timeout_post", tmp_path, memory, config,
-                  "--config", str(config))
+def test_verify_first_reads_back_instead(tmp_path, memory, memory_verify) -> None:
+    counts = _run("verify_first", "timeout_post", tmp_path, memory, memory_verify,
+                  "--config", str(memory_verify))
     assert (counts["faulted"], counts["duplicated"], counts["verified"]) == (1, 0, 1)
 
 

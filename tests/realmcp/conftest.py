@@ -1,0 +1,26 @@
+"""Fixtures of the real-server tests: server-memory with a store of its own, and the guard
+configuration that gives it a read-back."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from realkit import MEMORY_VERIFY, real_server
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """server-memory's command and an environment that keeps its store in ``tmp_path`` (the
+    test skips when the server is not installed)."""
+    return [real_server("memory")], {**os.environ,
+                                     "MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}
+
+
+@pytest.fixture
+def memory_verify(tmp_path: Path) -> Path:
+    """A guard configuration file holding server-memory's read-back (:data:`MEMORY_VERIFY`)."""
+    config = tmp_path / "memory.yaml"
+    config.write_text(MEMORY_VERIFY)
+    return config
