@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import signal
 import sys
@@ -60,7 +61,8 @@ def grace_s(seconds: float) -> float:
 
 
 class Watchdog:
-    """A thread that enforces an episode's deadline in the episode's own thread.
+    """One episode's deadline, enforced in the episode's own thread by the process's watch
+    thread (:class:`_WatchThread`).
 
     ``stop()`` when the episode ends in time. Past ``seconds`` it raises
     :class:`EpisodeTimeout` in the episode's thread every :data:`RAISE_EVERY_S` (a bare
@@ -76,27 +78,31 @@ class Watchdog:
         self.on_abandon = on_abandon
         self.target = threading.get_ident()
         self.expired = False
+        self.deadline = math.inf
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="limbo-episode-watchdog",
-                                        daemon=True)
+        self._watching = False
+        """Set by the watch thread before it first checks ``_done`` past the deadline, cleared
+        when it has let this watchdog go; :meth:`join` waits while it is set."""
+        self._let_go = threading.Event()
 
     def start(self) -> Watchdog:
-        self._started = time.monotonic()
-        self._thread.start()
+        self.deadline = time.monotonic() + self.seconds
+        _watch_thread().watch(self)
         return self
 
     def stop(self) -> None:
         self._done.set()
 
     def join(self) -> None:
-        """Wait for the thread (it ends at once once stopped) and drop a timeout it raised
-        just as the episode ended, so it cannot surface in the code that records it."""
-        self._thread.join()
+        """Wait until the watch thread is done with this watchdog (at once unless it was past
+        its deadline) and drop a timeout it raised just as the episode ended, so it cannot
+        surface in the code that records it."""
+        if self._watching:
+            self._let_go.wait()
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), None)
 
-    def _watch(self) -> None:
-        if self._done.wait(self.seconds):
-            return
+    def _enforce(self) -> None:
+        """Past the deadline (the watch thread runs this): raise until stopped, then give up."""
         self.expired = True
         give_up = time.monotonic() + self.grace
         while not self._done.is_set() and time.monotonic() < give_up:
@@ -120,6 +126,72 @@ class Watchdog:
             # pending exception is raised
             with contextlib.suppress(OSError, ValueError):
                 signal.pthread_kill(self.target, signal.SIGALRM)
+
+
+class _WatchThread:
+    """The one thread per process that watches every episode's deadline.
+
+    Starting and joining a thread for every episode cost more CPU than a scripted episode's own
+    work; this one sleeps until the earliest deadline it watches. Arming a watchdog wakes it
+    only when that deadline is earlier than the one it sleeps towards, so an episode that ends
+    in time costs a lock and an event, and the thread wakes about once per time limit.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition(threading.Lock())
+        self._watched: list[Watchdog] = []
+        self._sleeping_until = math.inf
+        self._thread = threading.Thread(target=self._run, name="limbo-episode-watchdog",
+                                        daemon=True)
+        self._thread.start()
+
+    def watch(self, watchdog: Watchdog) -> None:
+        with self._lock:  # the episodes that ended are let go here, not kept until a deadline
+            self._watched = [w for w in self._watched if not w._done.is_set()]
+            self._watched.append(watchdog)
+            if watchdog.deadline < self._sleeping_until:
+                self._lock.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                self._watched = [w for w in self._watched if not w._done.is_set()]
+                due = min(self._watched, key=lambda w: w.deadline, default=None)
+                wait = math.inf if due is None else due.deadline - time.monotonic()
+                if wait > 0:
+                    self._sleeping_until = time.monotonic() + wait
+                    self._lock.wait(None if math.isinf(wait) else wait)
+                    self._sleeping_until = -math.inf  # awake: nothing needs to wake it
+                    continue
+                assert due is not None
+                self._watched.remove(due)
+                due._watching = True
+            try:
+                due._enforce()
+            finally:
+                due._watching = False
+                due._let_go.set()
+
+
+_WATCHER: _WatchThread | None = None
+_WATCHER_LOCK = threading.Lock()
+
+
+def _watch_thread() -> _WatchThread:
+    global _WATCHER
+    with _WATCHER_LOCK:
+        if _WATCHER is None:
+            _WATCHER = _WatchThread()
+        return _WATCHER
+
+
+def _forget_watch_thread() -> None:
+    """In a forked child the watch thread does not exist: the first limit there starts one."""
+    global _WATCHER, _WATCHER_LOCK
+    _WATCHER, _WATCHER_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_watch_thread)
 
 
 EXIT_ABANDONED = 3
