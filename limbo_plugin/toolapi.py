@@ -136,6 +136,8 @@ def normalize_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | No
                 return None, f"arguments are not valid JSON: {exc}"
     if not isinstance(arguments, dict):
         return None, f"arguments must be a JSON object, not {type(arguments).__name__}"
+    if 0 <= plain_json_bound(arguments) <= MAX_ARGUMENT_BYTES:
+        return sorted_copy(arguments), None  # what the round trip below gives, without it
     if nesting_exceeds(arguments, MAX_ARGUMENT_DEPTH):
         return None, f"arguments nest more than {MAX_ARGUMENT_DEPTH} levels deep"
     try:
@@ -170,6 +172,76 @@ def nesting_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+_INT_BOUND = 10**18
+"""Integers below this in size print in at most 20 characters."""
+
+
+def plain_json_bound(value: Any, depth: int = 1) -> int:
+    """An upper bound on the length of ``value``'s canonical JSON, in characters and in UTF-8
+    bytes alike, or -1 when ``value`` is not plain JSON within :data:`MAX_ARGUMENT_DEPTH`.
+
+    Plain: exactly ``dict`` (string keys), ``list``, ``str`` (valid Unicode), ``int`` below
+    10**18, finite ``float``, ``bool`` or ``None``; such a value encodes, and at the bound's
+    length or less. A bound within a limit therefore decides what :func:`canonical_json`,
+    ``encode`` and :func:`nesting_exceeds` would, in one walk; -1 or a bound over the limit
+    only means "ask them" (a tuple, an integer subclass, a long string: the slow path decides).
+    A character takes at most six (``\\u0000``) in the text and four bytes in UTF-8.
+    """
+    kind = type(value)
+    if kind is str:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return -1
+        return 6 * len(value) + 2
+    if kind is dict:
+        if depth > MAX_ARGUMENT_DEPTH:
+            return -1
+        total = 2 + len(value)  # the braces, and a separator per item (one too many)
+        for key, item in value.items():
+            if type(key) is not str:
+                return -1
+            if not key.isascii():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return -1
+            size = plain_json_bound(item, depth + 1)
+            if size < 0:
+                return -1
+            total += 6 * len(key) + 3 + size  # quotes and colon
+        return total
+    if kind is list:
+        if depth > MAX_ARGUMENT_DEPTH:
+            return -1
+        total = 2 + len(value)
+        for item in value:
+            size = plain_json_bound(item, depth + 1)
+            if size < 0:
+                return -1
+            total += size
+        return total
+    if kind is int:
+        return 20 if -_INT_BOUND < value < _INT_BOUND else -1
+    if kind is float:
+        return 24 if value - value == 0.0 else -1  # not NaN or infinite; repr fits 24
+    if value is None or kind is bool:
+        return 5
+    return -1
+
+
+def sorted_copy(value: Any) -> Any:
+    """A deep copy of a plain JSON value (:func:`plain_json_bound`) with every object's keys
+    in sorted order: what ``json.loads(canonical_json(value))`` returns, built directly."""
+    kind = type(value)
+    if kind is dict:
+        return {key: sorted_copy(value[key]) for key in sorted(value)}
+    if kind is list:
+        return [sorted_copy(item) for item in value]
+    return value
+
+
 def safe_json(value: Any) -> Any:
     """``value`` if it is JSON a record can hold, else a bounded rendering of it.
 
@@ -190,6 +262,8 @@ def safe_json(value: Any) -> Any:
         except UnicodeEncodeError:
             return _render_text(value, [MAX_RENDERED_CHARS])
         return value
+    if 0 <= plain_json_bound(value) <= MAX_RENDERED_CHARS:
+        return value  # what the checks below conclude, without encoding it
     try:
         text = canonical_json(value)
         text.encode("utf-8")

@@ -93,3 +93,108 @@ def test_iso_renders_seconds_and_cut_milliseconds(seconds: float) -> None:
                 else moment.strftime("%Y-%m-%dT%H:%M:%SZ"))
     assert iso(seconds) == expected
     assert datetime.fromisoformat(iso(seconds)).tzinfo == UTC
+
+
+# -- plain JSON walked once: normalize_arguments and safe_json without encoding -------------------
+def deep(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = {"a": [value]} if levels % 2 else [value]
+    return value
+
+
+HOSTILE_LEAVES = st.sampled_from([
+    float("nan"), float("inf"), -0.0, 1e308, 2.2250738585072014e-308, 10**18 - 1, -(10**18),
+    10**40, True, False, None, "\ud800", "a\udfffb", "é", "\x00\"\\", "x" * 3400, "\x00" * 3334,
+    "€" * 17_000, (1, 2), object(), deep(31), deep(32), deep(33),
+])
+ANY_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | HOSTILE_LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=5) | st.sampled_from(["\udc80", "é"]), inner, max_size=4)
+    | st.dictionaries(st.integers(), inner, max_size=2),
+    max_leaves=40)
+
+
+def normalize_by_round_trip(arguments: dict[str, Any]) -> tuple[Any, str | None]:
+    """The plain definition for an object: check depth, encode, bound the size, decode."""
+    from limbo_plugin.toolapi import MAX_ARGUMENT_BYTES
+
+    if nesting_exceeds(arguments, MAX_ARGUMENT_DEPTH):
+        return None, f"arguments nest more than {MAX_ARGUMENT_DEPTH} levels deep"
+    try:
+        text = canonical_json(arguments)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return None, f"arguments are not JSON-serialisable: {exc}"
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:
+        return None, "arguments contain a string that is not valid Unicode (a lone surrogate)"
+    if size > MAX_ARGUMENT_BYTES:
+        return None, f"arguments are too large ({size} bytes; limit {MAX_ARGUMENT_BYTES})"
+    return json.loads(text), None
+
+
+def safe_json_by_encoding(value: Any) -> Any:
+    """The plain definition of the trace's rule: keep what encodes within the limits."""
+    try:
+        text = canonical_json(value)
+        text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError, UnicodeEncodeError):
+        pass
+    else:
+        if len(text) <= MAX_RENDERED_CHARS and not nesting_exceeds(value, MAX_ARGUMENT_DEPTH):
+            return value
+    return _render(value, 1, [MAX_RENDERED_CHARS])
+
+
+def exact(value: Any) -> str:
+    """Key order, types and all: what a record line would hold."""
+    return repr(value)
+
+
+@settings(max_examples=600, deadline=None)
+@given(ANY_VALUES)
+def test_the_plain_bound_never_accepts_what_encoding_would_refuse(value: Any) -> None:
+    from limbo_plugin.toolapi import plain_json_bound, sorted_copy
+
+    bound = plain_json_bound(value)
+    if bound < 0:
+        return
+    text = canonical_json(value)
+    assert len(text) <= bound and len(text.encode("utf-8")) <= bound
+    assert not nesting_exceeds(value, MAX_ARGUMENT_DEPTH)
+    assert exact(sorted_copy(value)) == exact(json.loads(text))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.dictionaries(st.text(max_size=5) | st.sampled_from(["\udc80"]), ANY_VALUES,
+                       max_size=5))
+def test_normalize_arguments_is_the_round_trip(arguments: dict[str, Any]) -> None:
+    from limbo_plugin.toolapi import normalize_arguments
+
+    got, expected = normalize_arguments(arguments), normalize_by_round_trip(arguments)
+    assert exact(got) == exact(expected)
+
+
+@settings(max_examples=600, deadline=None)
+@given(ANY_VALUES)
+def test_safe_json_is_the_encoding_rule(value: Any) -> None:
+    assert exact(safe_json(value)) == exact(safe_json_by_encoding(value))
+
+
+def test_the_plain_bound_at_the_limits() -> None:
+    from limbo_plugin.toolapi import MAX_ARGUMENT_BYTES, normalize_arguments, plain_json_bound
+
+    assert plain_json_bound(deep(32)) > 0 and plain_json_bound(deep(33)) == -1
+    assert plain_json_bound([float("nan")]) == plain_json_bound({"a": "\ud800"}) == -1
+    assert plain_json_bound((1,)) == plain_json_bound({1: 2}) == plain_json_bound(10**18) == -1
+    # over the bound, the exact rule decides: a long ASCII string is kept, a longer one cut
+    assert safe_json("a" * 19_998) == "a" * 19_998
+    assert safe_json({"t": "a" * 19_992}) == {"t": "a" * 19_992}  # 20,000 characters
+    assert safe_json({"t": "a" * 20_010}) == safe_json_by_encoding({"t": "a" * 20_010}) != {
+        "t": "a" * 20_010}
+    text = "b" * (MAX_ARGUMENT_BYTES - 8)
+    assert normalize_arguments({"t": text}) == ({"t": text}, None)
+    assert normalize_arguments({"t": text + "b"})[1] == (
+        f"arguments are too large ({MAX_ARGUMENT_BYTES + 1} bytes; limit {MAX_ARGUMENT_BYTES})")
