@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from limbo_plugin.errors import LimboError
@@ -37,15 +38,29 @@ def render(value: Any, ctx: Mapping[str, Any]) -> Any:
 
 
 def render_string(text: str, ctx: Mapping[str, Any]) -> Any:
-    whole = EXPRESSION.fullmatch(text)
-    if whole:
-        return evaluate(whole.group(1), ctx)
-    rendered = EXPRESSION.sub(lambda m: _as_text(evaluate(m.group(1), ctx)), text)
+    pieces = _pieces(text)
+    if type(pieces) is str:  # exactly one expression: its raw value
+        return evaluate(pieces, ctx)
+    if len(pieces) == 1:  # no expression: only the literal braces to undo
+        rendered = pieces[0]
+    else:  # literal, expression, literal, …: each expression as text, left to right
+        rendered = "".join(piece if i % 2 == 0 else _as_text(evaluate(piece, ctx))
+                           for i, piece in enumerate(pieces))
     if len(rendered) > MAX_RENDERED_CHARS:
         raise TemplateError(f"{text[:60]!r} renders to {len(rendered):,} characters; a "
                             f"rendered value is at most {MAX_RENDERED_CHARS:,} (a parameter "
                             "that repeats itself?)")
     return rendered.replace("{{", "{").replace("}}", "}")
+
+
+@lru_cache(maxsize=8192)
+def _pieces(text: str) -> str | tuple[str, ...]:
+    """``text`` parsed once: the expression when it is exactly one, else its literal parts and
+    expressions alternating (a plan's templates are rendered in every episode)."""
+    whole = EXPRESSION.fullmatch(text)
+    if whole:
+        return whole.group(1)
+    return tuple(EXPRESSION.split(text))
 
 
 MAX_RENDERED_CHARS = 100_000
@@ -54,10 +69,9 @@ forty such parameters would otherwise ask for a terabyte."""
 
 
 def evaluate(expression: str, ctx: Mapping[str, Any]) -> Any:
-    path, *filters = (part.strip() for part in expression.split("|"))
-    value = lookup(path, ctx)
-    for spec in filters:
-        name, _, arg = spec.partition(":")
+    path, parts, filters = _expression(expression)
+    value = _lookup(path, parts, ctx)
+    for name, arg in filters:
         function = FILTERS.get(name)
         if function is None:
             raise TemplateError(f"unknown filter {name!r} in {{{expression}}}; "
@@ -69,9 +83,22 @@ def evaluate(expression: str, ctx: Mapping[str, Any]) -> Any:
     return value
 
 
+@lru_cache(maxsize=8192)
+def _expression(expression: str) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """An expression parsed once: its path, the path's parts, and each filter's name and
+    argument."""
+    path, *filters = (part.strip() for part in expression.split("|"))
+    named = tuple((name, arg) for name, _, arg in (spec.partition(":") for spec in filters))
+    return path, tuple(path.split(".")), named
+
+
 def lookup(path: str, ctx: Mapping[str, Any]) -> Any:
+    return _lookup(path, tuple(path.split(".")), ctx)
+
+
+def _lookup(path: str, parts: tuple[str, ...], ctx: Mapping[str, Any]) -> Any:
     value: Any = ctx
-    for part in path.split("."):
+    for part in parts:
         if isinstance(value, Mapping) and part in value:
             value = value[part]
         elif isinstance(value, list) and part.lstrip("-").isdigit() \
