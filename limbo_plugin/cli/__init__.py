@@ -9,6 +9,7 @@
     limbo compare A B [--json] [--all] [--outcome passed|eos|no_duplicate]
     limbo report [RECORDS…] [--out reports/report]
     limbo merge OUT IN…
+    limbo reproduce [--agents A,…] [--small] [--yes] [--print]
     limbo view [RECORDS…] [--out reports/report] [--port N] [--no-browser]
     limbo allure [RESULTS] [--out reports/allure-report] [--no-serve]
     limbo mcp --url URL [--token TOKEN] [--transport stdio|streamable-http]
@@ -39,6 +40,7 @@ from limbo_plugin.cli import (
     listing,
     one_episode,
     reporting,
+    reproduce,
     serve_mcp,
 )
 from limbo_plugin.cli.common import OneLineParser, Subcommands
@@ -50,6 +52,7 @@ COMMANDS: tuple[Callable[[Subcommands], None], ...] = (
     one_episode.register,        # run, show
     judging.register,            # runs, summary, gate
     reporting.register,          # compare, plan, report, view, merge, schema, allure
+    reproduce.register,          # reproduce
     serve_mcp.register,          # mcp
     real_mcp_commands.register,  # audit, proxy, guard
     init_project.register,       # init

@@ -107,8 +107,9 @@ def add_parser(sub: Any) -> Any:
                       f"{COMPLETION_SHARE})")
     plan.add_argument("--cassette", metavar="PATH", default=None,
                       help="estimate from your own run instead of the paper: its records file "
-                      "(--limbo-records; calls and tokens per episode and fault mode) or its "
-                      "cassette directory (--limbo-cassette; tokens per call)")
+                      "(--limbo-records; calls and tokens per episode and fault mode), a folder "
+                      "of records files, or its cassette directory (--limbo-cassette; tokens "
+                      "per call)")
     return plan
 
 

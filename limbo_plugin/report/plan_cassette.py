@@ -1,13 +1,15 @@
 """Measured usage for ``limbo plan --cassette``: per-episode model calls and tokens from a run
 the user already made, instead of the paper's figures.
 
-Two kinds of recording hold usage, and both are accepted:
+Recordings that hold usage, all accepted:
 
 - a **records file** (``--limbo-records``, JSONL): every model-backed episode carries its
   ``usage`` (model calls, prompt and completion tokens). This is the measurement ``plan`` wants:
   per agent and per fault mode, the mean over the episodes that finished without an
   infrastructure error. A pilot run (``-k``, a few templates) is enough; fault modes it did not
   cover take the agent's mean over the modes it did;
+- a folder of records files (searched recursively, ``history/`` left out), such as the
+  ``records/`` folder of a ``limbo reproduce --small`` pilot;
 - a **cassette directory** (``--limbo-cassette``): one entry per model response, with its
   tokens but not the episode it served (episodes of one template share entries), so it gives
   tokens per model call, per model; calls per episode then stay the paper's figure.
@@ -120,6 +122,10 @@ class CassetteUsage:
 def load_usage(path_text: str) -> RecordedUsage | CassetteUsage:
     """A records file or a cassette directory, or a one-line :class:`UsageError` naming it."""
     path = Path(path_text)
+    if path.is_dir() and not any(path.glob("*/*.json")):
+        files = sorted(p for p in path.rglob("*.jsonl") if "history" not in p.parts)
+        if files:  # a folder of records files, as `limbo reproduce --small` leaves them
+            return _load_records(files, path_text)
     if path.is_dir():
         return _load_cassette(path, path_text)
     if not path.exists():
@@ -129,11 +135,12 @@ def load_usage(path_text: str) -> RecordedUsage | CassetteUsage:
     return _load_records(path, path_text)
 
 
-def _load_records(path: Path, shown: str) -> RecordedUsage:
+def _load_records(paths: Path | Sequence[Path], shown: str) -> RecordedUsage:
     from limbo_plugin.report.record_files import RecordFileError, read_records
 
     try:
-        records = read_records(path)
+        records = [r for p in ([paths] if isinstance(paths, Path) else paths)
+                   for r in read_records(p)]
     except RecordFileError as exc:
         raise UsageError(f"--cassette {exc}; give a records file (--limbo-records) or a "
                          "cassette directory (--limbo-cassette)") from None

@@ -105,6 +105,26 @@ def test_a_records_file_gives_usage_per_episode_and_fault_mode(
     assert f"~{len(modes) * 12_000:,} tokens" not in out
 
 
+def test_a_folder_of_records_files_is_read_whole(
+        pilot: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As ``limbo reproduce --small`` leaves a pilot: one file per experiment and agent, and
+    earlier runs under history/ (not read)."""
+    lines = pilot[0].read_text().splitlines(keepends=True)
+    (tmp_path / "e1").mkdir()
+    (tmp_path / "e2" / "history").mkdir(parents=True)
+    (tmp_path / "e1" / "a.jsonl").write_text(lines[0])
+    (tmp_path / "e2" / "b.jsonl").write_text("".join(lines[1:]))
+    (tmp_path / "e2" / "history" / "b.old.jsonl").write_text("not a record\n")
+    assert main(["plan", "--experiment", "smoke", "--agent", PLANNED,
+                 "--cassette", str(tmp_path)]) == 0
+    whole = capsys.readouterr().out
+    assert main(["plan", "--experiment", "smoke", "--agent", PLANNED,
+                 "--cassette", str(pilot[0])]) == 0
+    single = capsys.readouterr().out
+    assert "measured: 3 episode(s)" in whole
+    assert whole.replace(str(tmp_path), "X") == single.replace(str(pilot[0]), "X")
+
+
 def test_a_cassette_directory_gives_tokens_per_call(
         pilot: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     entries = [json.loads(p.read_text()) for p in pilot[1].glob("*/*.json")]
