@@ -22,7 +22,8 @@ from limbo_plugin.agents.harness_install import (
     installed_executable,
 )
 from limbo_plugin.cli import main
-from limbo_plugin.cli.reproduce import PAPER, Study
+from limbo_plugin.reproduction.design import PAPER
+from limbo_plugin.reproduction.study import Study
 from limbo_plugin.spec.registry import SpecRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
