@@ -24,6 +24,9 @@ BASELINE_FOCAL = "baseline"
 """The focal-write slot of a fault-free (``none``) episode: one per task instance."""
 DEFAULT_RECORDS = "reports/episodes.jsonl"
 """Where a run appends its records and where ``limbo`` reads them, unless told otherwise."""
+GIVE_RECORDS = (f"give a records file written by pytest (--limbo-records, default "
+                f"{DEFAULT_RECORDS})")
+"""What every command that reads records says when it was given none it can read."""
 
 
 class Documented(BaseModel):

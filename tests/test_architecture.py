@@ -153,3 +153,17 @@ def test_split_packages_keep_their_modules_small(package: str) -> None:
     sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines())
              for p in (PACKAGE / package).glob("*.py")}
     assert sizes and max(sizes.values()) <= 400, sizes
+
+
+def test_the_default_records_path_is_spelled_once() -> None:
+    """``records.DEFAULT_RECORDS`` is the one place; messages and help texts read it."""
+    spelled = []
+    for path in sources():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)}
+        spelled += [module_name(path) for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and "reports/episodes.jsonl" in node.value and id(node) not in docstrings]
+    assert spelled == ["records"]

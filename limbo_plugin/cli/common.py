@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeAlias, TypeVar
 
 from limbo_plugin.errors import UsageError
-from limbo_plugin.records import DEFAULT_RECORDS
+from limbo_plugin.records import GIVE_RECORDS
 
 if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
@@ -42,6 +42,5 @@ def records_file(path: str, read: Callable[[str], list[R]]) -> list[R]:
     records = read(path)
     if not records:
         state = "holds no records" if Path(path).exists() else "does not exist"
-        raise UsageError(f"{path} {state}; give a records file written by pytest "
-                         f"(--limbo-records, default {DEFAULT_RECORDS})")
+        raise UsageError(f"{path} {state}; {GIVE_RECORDS}")
     return records

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from limbo_plugin.records import RUN_FIELDS, make_test_id
+from limbo_plugin.records import GIVE_RECORDS, RUN_FIELDS, make_test_id
 from limbo_plugin.stats import holm, mcnemar_exact
 
 OutcomeName = Literal["passed", "eos", "no_duplicate"]
@@ -245,8 +245,7 @@ def read_side(path: str | Path) -> list[Any]:
     file = Path(path)
     if not file.is_file():
         what = "is a directory" if file.is_dir() else "does not exist"
-        raise UsageError(f"{path} {what}; give a records file written by pytest "
-                         "(--limbo-records, default reports/episodes.jsonl)")
+        raise UsageError(f"{path} {what}; {GIVE_RECORDS}")
     records = read_outcomes(file)
     if not records:
         raise UsageError(f"{path} holds no records")

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from limbo_plugin.experiments.design import ModelLabel
-from limbo_plugin.records import RECORD_SCHEMA_VERSION
+from limbo_plugin.records import DEFAULT_RECORDS, RECORD_SCHEMA_VERSION
 from limbo_plugin.report.episode_view import EpisodeView
 from limbo_plugin.report.record_files import RecordFileError
 
@@ -326,7 +326,7 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
     labelling each row with the spec ``facts``."""
     if not paths:
         raise RecordFileError("no record files given; pass one or more JSONL files written by "
-                              "pytest (default reports/episodes.jsonl)")
+                              f"pytest (default {DEFAULT_RECORDS})")
     sources = [Path(p) for p in paths]
     for path in sources:
         if not path.is_file():

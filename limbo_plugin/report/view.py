@@ -108,12 +108,12 @@ def add_parser(sub: Any, default_records: str, default_out: str) -> Any:
 def run_view(args: Any, build: Callable[[Sequence[str], str], list[str]]) -> int:
     """``limbo view``: ``build(records, out)`` makes the report (and returns its lines)."""
     from limbo_plugin.errors import UsageError
+    from limbo_plugin.records import GIVE_RECORDS
 
     out = Path(args.out)
     for path in args.records:
         if not Path(path).is_file():
-            raise UsageError(f"{path} does not exist; give a records file written by pytest "
-                             "(--limbo-records, default reports/episodes.jsonl)")
+            raise UsageError(f"{path} does not exist; {GIVE_RECORDS}")
     reason = "--rebuild" if args.rebuild else report_is_stale(args.records, out)
     if reason is not None:
         print(f"Building the report ({reason}) …", flush=True)
