@@ -205,6 +205,11 @@ class ToolCatalog:
     contract_variant: ContractVariant
     docs_variant: DocumentationVariant
     tools: dict[str, ToolDefinition] = field(init=False)
+    _per_services: dict[frozenset[str], tuple[ToolDefinition, ...]] = field(
+        init=False, default_factory=dict, repr=False, compare=False)
+    """:meth:`for_services` by set of services: every episode builds a world from it."""
+    _reads: dict[str, frozenset[str]] = field(init=False, default_factory=dict, repr=False,
+                                              compare=False)
 
     def __post_init__(self) -> None:
         self.tools = {}
@@ -255,13 +260,24 @@ class ToolCatalog:
 
     def for_services(self, services: Iterable[str]) -> list[ToolDefinition]:
         """The tools of ``services`` followed by the general tools, in spec order."""
-        wanted = set(services)
-        unknown = wanted - set(self.services)
-        if unknown:
-            raise KeyError(f"unknown services: {', '.join(sorted(unknown))}")
-        chosen = [t for t in self.tools.values() if t.service in wanted]
-        general = [self.tools[name] for name in GENERAL_TOOLS if name in self.tools]
-        return chosen + general
+        wanted = frozenset(services)
+        known = self._per_services.get(wanted)
+        if known is None:
+            unknown = wanted - set(self.services)
+            if unknown:
+                raise KeyError(f"unknown services: {', '.join(sorted(unknown))}")
+            chosen = [t for t in self.tools.values() if t.service in wanted]
+            general = [self.tools[name] for name in GENERAL_TOOLS if name in self.tools]
+            known = self._per_services[wanted] = tuple(chosen + general)
+        return list(known)
+
+    def reads_of(self, service: str) -> frozenset[str]:
+        """The names of ``service``'s tools that write nothing (what can verify a write)."""
+        known = self._reads.get(service)
+        if known is None:
+            known = self._reads[service] = frozenset(
+                t.name for t in self.tools.values() if t.service == service and not t.is_write)
+        return known
 
     def service_of(self, name: str) -> str:
         return self.tools[name].service

@@ -95,7 +95,7 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
             focal_accepts_key=focal_def.accepts_key if focal_def else None,
             focal_irreversible=focal_def.contract.irreversible if focal_def else None,
             fired=transport.fired, fault=transport.report.model_copy(),
-            **dict(result),
+            **dict(iter(result)),  # not dict(result): its failed `keys` lookup costs more
             final_status=final.status if final else None,
             summary=final.summary if final else None,
             uncertain_operations=final.uncertain_operations if final else [],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -491,12 +491,18 @@ def _reference(source: str, params: dict[str, Any]) -> Any:
 
 
 def _path(data: Any, path: str) -> Any:
-    for part in path.split("."):
+    for part in _parts(path):
         if isinstance(data, dict):
             data = data.get(part)
         else:
             return None
     return data
+
+
+@lru_cache(maxsize=1024)
+def _parts(path: str) -> tuple[str, ...]:
+    """A ``where`` path split once (the grader matches every effect of every episode)."""
+    return tuple(path.split("."))
 
 
 def _matches(actual: Any, expected: Any) -> bool:

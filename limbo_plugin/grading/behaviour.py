@@ -74,9 +74,7 @@ def explicit_refusal(group: str, hidden_outcome: str) -> bool:
     return group == "-" and hidden_outcome == "absent"
 
 
-def _verification_tools(service: str, catalog: ToolCatalog, read_back: str | None) -> set[str]:
-    tools = {t.name for t in catalog.tools.values()
-             if t.service == service and not t.is_write}
-    if read_back:
-        tools.add(read_back)
-    return tools
+def _verification_tools(service: str, catalog: ToolCatalog, read_back: str | None
+                        ) -> frozenset[str]:
+    tools = catalog.reads_of(service)
+    return tools | {read_back} if read_back else tools
