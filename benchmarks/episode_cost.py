@@ -60,7 +60,7 @@ def one_round(registry, items, out=None) -> tuple[float, float]:  # type: ignore
         line_cpu += time.process_time() - middle
         episode_cpu += middle - start
         if out is not None:
-            out.write(line)
+            out.write(line + "\n")
     return episode_cpu, line_cpu
 
 
