@@ -178,7 +178,8 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
                         version=getattr(info, "version", None) or "",
                         on_list_tools=on_list, on_call_tool=on_call)
         await serve(server, args.transport, label="limbo guard", host=args.host,
-                    port=args.port, allow_remote=args.allow_remote)
+                    port=args.port, allow_remote=args.allow_remote,
+                    token=args.bearer)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -196,7 +197,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="go on when the config names tools the server does not list")
     parser.add_argument("--url", default=None, help="a streamable HTTP upstream")
     parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
-    add_serving_arguments(parser)
+    add_serving_arguments(parser, bearer=True)
     parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="the stdio server to guard")
 
@@ -206,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         load_config(args.config)
-        check_serving_arguments(args)
+        args.bearer = check_serving_arguments(args)
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
         anyio.run(run_guard, upstream, args)

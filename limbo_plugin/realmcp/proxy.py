@@ -239,7 +239,8 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
                                 version=getattr(info, "version", None) or "",
                                 on_list_tools=on_list, on_call_tool=on_call)
                 await serve(server, args.transport, label="limbo proxy", host=args.host,
-                            port=args.port, allow_remote=args.allow_remote)
+                            port=args.port, allow_remote=args.allow_remote,
+                            token=args.bearer)
                 # the client is gone: late and redelivered copies still reach the server
         finally:
             log.close()
@@ -263,7 +264,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", default=None, help="the audit's evidence rules")
     parser.add_argument("--config", default=None, help="the guard's config (limbo audit "
                         "--json, edited): its writes, keys and read-backs replace the audit's")
-    add_serving_arguments(parser)
+    add_serving_arguments(parser, bearer=True)
     parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="the stdio server to start (or: report LOG [--json])")
 
@@ -301,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
                              "(or: limbo proxy report LOG)")
         load_rules(args.rules)
         load_config(args.config)
-        check_serving_arguments(args)
+        args.bearer = check_serving_arguments(args)
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import hmac
 import ipaddress
+import os
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -54,10 +55,20 @@ def check_host(host: str, allow_remote: bool) -> None:
                          "pass --allow-remote to serve on it anyway")
 
 
-def check_serving_arguments(args: argparse.Namespace) -> None:
-    """The checks of :func:`add_serving_arguments`' options, before anything is started."""
-    if args.transport != "stdio":
-        check_host(args.host, args.allow_remote)
+def check_serving_arguments(args: argparse.Namespace) -> str | None:
+    """The checks of :func:`add_serving_arguments`' options, before anything is started; the
+    bearer token clients must send (``--bearer-env``), if any."""
+    if args.transport == "stdio":
+        return None
+    check_host(args.host, args.allow_remote)
+    variable = getattr(args, "bearer_env", None)
+    if variable is None:
+        return None
+    token = os.environ.get(variable, "")
+    if not token.strip():
+        raise ValueError(f"--bearer-env {variable}: that environment variable is not set or "
+                         "empty; set it to the token clients must send")
+    return token
 
 
 class EpisodeTokenVerifier:
@@ -126,7 +137,14 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
-def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
+def add_serving_arguments(parser: argparse.ArgumentParser, *, bearer: bool = False) -> None:
+    """``--transport``, ``--host``, ``--port``, ``--allow-remote``; with ``bearer``, also
+    ``--bearer-env`` (a server with no token of its own, such as the guard)."""
+    if bearer:
+        parser.add_argument("--bearer-env", default=None, metavar="NAME",
+                            help="streamable-http only: require every request to carry "
+                            "'Authorization: Bearer' with the value of this environment "
+                            "variable (kept out of the command line, which ps shows)")
     parser.add_argument("--transport", choices=TRANSPORTS, default="stdio",
                         help="how clients reach this server (default stdio)")
     parser.add_argument("--host", default="127.0.0.1",

@@ -1,0 +1,92 @@
+"""``limbo guard`` and ``limbo proxy`` over streamable HTTP: the shared serve loop binds loopback,
+announces its URL once it listens, and serves the upstream's tools to a client that connects the
+moment it reads that line; with ``--bearer-env`` only to a client that sends that token."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from realkit import REGISTRY, catalogue_server
+
+from limbo_plugin.processes import stop
+
+pytest.importorskip("mcp")
+
+
+def _listed_over_http(argv: list[str], env: dict[str, str], token: str | None = None
+                      ) -> tuple[str, list[str]]:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            found = re.search(r"serving streamable HTTP at (\S+)", line)
+            if found:
+                url = found[1]
+                break
+        else:
+            pytest.fail(f"exited ({process.wait()}) without announcing its URL")
+
+        async def main() -> Any:
+            headers = {"Authorization": f"Bearer {token}"} if token else None
+            transport = streamable_http_client(url, http_client=create_mcp_http_client(headers))
+            async with Client(transport, read_timeout_seconds=120) as client:
+                return [t.name for t in (await client.list_tools()).tools]
+
+        return url, anyio.run(main)
+    finally:
+        stop(process)
+
+
+@pytest.mark.parametrize("command", [["guard"], ["proxy", "--inject", "timeout_post"]])
+def test_guard_and_proxy_serve_the_upstreams_tools_on_loopback(command: list[str],
+                                                              tmp_path: Path) -> None:
+    extra = ["--log", str(tmp_path / "proxy.jsonl")] if command[0] == "proxy" else []
+    with catalogue_server("native") as (server, env):
+        url, names = _listed_over_http(
+            [sys.executable, "-m", "limbo_plugin.cli", *command, *extra,
+             "--transport", "streamable-http", "--", *server], env)
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+    assert sorted(names) == sorted(REGISTRY.catalog("native").tools)
+
+
+def test_bearer_env_makes_the_guard_refuse_a_client_without_the_token() -> None:
+    from mcp.shared.exceptions import MCPError
+
+    with catalogue_server("native") as (server, env):
+        argv = [sys.executable, "-m", "limbo_plugin.cli", "guard", "--bearer-env", "GUARD_TOKEN",
+                "--transport", "streamable-http", "--", *server]
+        env = {**env, "GUARD_TOKEN": "t0ken-for-the-guard"}
+        _, names = _listed_over_http(argv, env, token="t0ken-for-the-guard")
+        assert sorted(names) == sorted(REGISTRY.catalog("native").tools)
+        for guess in ("a-guess", None):
+            with pytest.raises(BaseException) as refused:
+                _listed_over_http(argv, env, token=guess)
+            assert isinstance(_innermost(refused.value), MCPError), refused.value
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
+def test_bearer_env_naming_an_unset_variable_is_one_line() -> None:
+    done = subprocess.run([sys.executable, "-m", "limbo_plugin.cli", "guard", "--bearer-env",
+                           "LIMBO_NO_SUCH_VARIABLE", "--transport", "streamable-http", "--",
+                           sys.executable, "-c", "pass"],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("limbo guard: --bearer-env LIMBO_NO_SUCH_VARIABLE: that "
+                                   "environment variable is not set or empty; set it to the "
+                                   "token clients must send")
