@@ -296,8 +296,12 @@ class LimboController:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self.run.stopped_early = (exitstatus == pytest.ExitCode.INTERRUPTED
-                                    or bool(session.shouldstop or session.shouldfail))
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if interrupted and not self.settings.is_worker:
+            from limbo_plugin.plugin.workers import interrupt_workers
+
+            interrupt_workers(session.config)  # before xdist waits for them to exit
+        self.run.stopped_early = interrupted or bool(session.shouldstop or session.shouldfail)
         if self.run.gate is not None:
             apply_gate(session, self.limbo, self.run.gate, exitstatus)
         if self.settings.collects_specs and not session.config.option.collectonly:
