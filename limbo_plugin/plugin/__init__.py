@@ -163,6 +163,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     return report
 
 
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    for item in items:
+        if isinstance(item, EpisodeItem):
+            limbo = item.config.stash.get(STATE, None)
+            if limbo is not None:
+                limbo.run.deselected_episodes += sum(isinstance(i, EpisodeItem) for i in items)
+            return
+
+
 # -- reporting (controller only) -----------------------------------------------------------------
 @pytest.hookimpl(trylast=True)  # after -k and -m: a shard is a share of what was selected
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
@@ -170,6 +179,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     limbo = config.stash.get(STATE, None)
     if limbo is None:
         return
+    episodes = [i for i in items if isinstance(i, EpisodeItem)]
+    if config.option.keyword and limbo.run.deselected_episodes and not episodes:
+        limbo.run.keyword_selected_nothing = True
     if limbo.settings.shard is not None:
         keep_shard(config, limbo, items)
     limbo.run.selected = {(i.episode.key.id, i.episode.config.fingerprint(), i.episode.repeat)

@@ -16,7 +16,11 @@ import pytest
 from limbo_plugin.errors import LimboError, SpecError, UsageError
 from limbo_plugin.plugin.items import RECORD_ATTRIBUTE, SKIP_PROPERTY, EpisodeItem, SkipReason
 from limbo_plugin.plugin.settings import Limbo, RunState, _resolve
-from limbo_plugin.plugin.terminal import hint_if_nothing_collected, print_summary
+from limbo_plugin.plugin.terminal import (
+    hint_if_keyword_selects_nothing,
+    hint_if_nothing_collected,
+    print_summary,
+)
 from limbo_plugin.report.record_files import shown_path
 
 if TYPE_CHECKING:
@@ -285,6 +289,8 @@ class LimboController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if not ids and self.limbo.config.option.keyword:  # every worker collects the same
+            self.run.keyword_selected_nothing = True
         if self.checked_agents or self.specs.registry is None:
             return  # checked once; a broken spec tree is reported by its error item
         self.checked_agents = True
@@ -321,6 +327,7 @@ class LimboController:
             return (yield)
         finally:
             print_summary(terminalreporter, self.limbo)
+            hint_if_keyword_selects_nothing(terminalreporter, self.limbo)
             hint_if_nothing_collected(terminalreporter, self.limbo, exitstatus)
 
 

@@ -228,6 +228,9 @@ class RunState:
     outcomes: dict[Identity, Outcome] = field(default_factory=dict)
     """This run's episodes, one slim row each (the JSONL file holds the records)."""
     selected: set[Identity] = field(default_factory=set)
+    deselected_episodes: int = 0
+    keyword_selected_nothing: bool = False
+    """``-k`` left no episode to run (``-k late_comit``); the summary suggests names."""
     skips: dict[SkipReason, int] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     stopped_early: bool = False

@@ -3,6 +3,9 @@ comparison with a baseline, the gate's verdict, or why nothing ran."""
 
 from __future__ import annotations
 
+import difflib
+import re
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,6 +21,7 @@ def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: i
     """A Limbo option was given, yet no episode ran: one line saying why and what to run."""
     settings, run = limbo.settings, limbo.run
     if (not settings.limbo_options or run.outcomes or run.previous or run.selected
+            or run.keyword_selected_nothing
             or limbo.config.option.collectonly or exitstatus == pytest.ExitCode.INTERRUPTED):
         return
     from limbo_plugin.discovery import nothing_collected_hint
@@ -79,3 +83,43 @@ def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
         for i, line in enumerate(run.gate_result.lines()):
             color = {"green": True} if run.gate_result.passed else {"red": True}
             write(line, **(color if i == 0 else {}))
+
+
+def hint_if_keyword_selects_nothing(terminalreporter: Any, limbo: Limbo) -> None:
+    """``-k`` deselected every episode (``-k late_comit``): one line with the family, mode and
+    template names closest to its words, instead of pytest's bare exit 5."""
+    registry = limbo.specs.registry
+    if not limbo.run.keyword_selected_nothing or registry is None:
+        return
+    names: dict[str, Iterable[str]] = {"family": registry.families, "mode": registry.faults,
+             "template": registry.templates}
+    terminalreporter.write_line(keyword_hint(str(limbo.config.option.keyword), names,
+                                             limbo.settings.experiment), yellow=True)
+
+
+KEYWORD_OPERATORS = {"and", "or", "not"}
+
+
+def keyword_hint(expression: str, names: Mapping[str, Iterable[str]], experiment: str) -> str:
+    """The line for a ``-k`` expression that selects no episode: for each of its words that
+    names nothing, the closest names of each kind (difflib), else the families to choose
+    from."""
+    kinds: dict[str, str] = {}
+    for kind, values in names.items():
+        for name in values:
+            kinds.setdefault(name, kind)
+    words = [w for w in re.findall(r"[\w.:-]+", expression) if w not in KEYWORD_OPERATORS]
+    unknown = [word for word in words if word not in kinds]
+    guesses = []
+    for word in unknown:
+        close = difflib.get_close_matches(word, list(kinds), n=3, cutoff=0.6)
+        if close:
+            shown = " or ".join(f"{name} ({kinds[name]})" for name in close)
+            guesses.append(f"{shown} for {word!r}")
+    head = f"limbo: -k {expression!r} selects no episode of experiment {experiment!r}"
+    if guesses:
+        return f"{head}; did you mean {', '.join(guesses)}?"
+    if words and not unknown:
+        return f"{head}; each of its names exists, but no episode matches them together"
+    families = ", ".join(name for name, kind in kinds.items() if kind == "family")
+    return f"{head}; families: {families} (limbo list modes, limbo list templates)"
