@@ -298,6 +298,12 @@ def test_each_recipe_is_enough_to_run_what_it_adds(toy: pytest.Pytester) -> None
     explorer = json.loads(index.split("=", 1)[1].strip().rstrip(";"))
     assert explorer["familyOrder"] == ["lost_ack", "double_commit", "none"]
     assert "double_execution" in explorer["values"]["fault_mode"]
+    # ... and a gate can hold it to a threshold (verify_first duplicated every double execution).
+    (toy.path / "gate.yaml").write_text("name: g\nthresholds:\n  - {metric: duplicate_rate, "
+                                        "family: double_commit, max: 0.5}\n")
+    gate = toy.run(sys.executable, "-m", "limbo_plugin.cli", "gate", "gate.yaml")
+    assert gate.ret == 1
+    assert "duplicate_rate[double_commit] ≤ 50.0%: 100.0% (1/1;" in gate.stdout.str()
 
 
 SUITE = [
@@ -343,3 +349,8 @@ def test_new_family_is_a_marker_and_new_names_are_listed(toy: pytest.Pytester) -
     assert "lazy:<reason>" in agent.stderr.str()
     condition = toy.runpytest_subprocess("--experiment", "toy", "--condition", "nope")
     assert "paging_note" in condition.stderr.str()
+    listed = {what: toy.run(sys.executable, "-m", "limbo_plugin.cli", "list", what).stdout.str()
+              for what in ("modes", "tools", "templates", "conditions", "experiments")}
+    assert "double_execution" in listed["modes"] and "double_commit" in listed["modes"]
+    assert "pager_page" in listed["tools"] and "page_oncall" in listed["templates"]
+    assert "paging_note" in listed["conditions"] and "toy" in listed["experiments"]
