@@ -21,6 +21,7 @@ a pilot run on late commits alone would overstate a design that is half fault-fr
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from pathlib import Path
 
 from limbo_plugin.errors import UsageError
 from limbo_plugin.report.facets import harness_of, model_of
+
+ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ class CassetteUsage:
 def load_usage(path_text: str) -> RecordedUsage | CassetteUsage:
     """A records file or a cassette directory, or a one-line :class:`UsageError` naming it."""
     path = Path(path_text)
-    if path.is_dir() and not any(path.glob("*/*.json")):
+    if path.is_dir() and not cassette_entries(path):
         files = sorted(p for p in path.rglob("*.jsonl") if "history" not in p.parts)
         if files:  # a folder of records files, as `limbo reproduce --small` leaves them
             return _load_records(files, path_text)
@@ -163,7 +166,7 @@ def _load_records(paths: Path | Sequence[Path], shown: str) -> RecordedUsage:
 
 def _load_cassette(path: Path, shown: str) -> CassetteUsage:
     per_call: dict[str, list[PerEpisode]] = defaultdict(list)
-    for entry_path in sorted(path.glob("*/*.json")):
+    for entry_path in cassette_entries(path):
         model, turn = _read_entry(entry_path)
         per_call[model].append(PerEpisode(1.0, turn[0], turn[1]))
     if not per_call:
@@ -171,6 +174,13 @@ def _load_cassette(path: Path, shown: str) -> CassetteUsage:
                          "(<key[:2]>/<key>.json); give a cassette directory a run wrote with "
                          "--limbo-cassette, or its records file")
     return CassetteUsage(shown, per_call)
+
+
+def cassette_entries(path: Path) -> list[Path]:
+    """``<key[:2]>/<key>.json`` with ``key`` a SHA-256 in hex: only what a cassette writes (a
+    records folder's ``<experiment>/<agent>.summary.json`` is not an entry)."""
+    return sorted(p for p in path.glob("*/*.json")
+                  if ENTRY_NAME.fullmatch(p.name) and p.parent.name == p.name[:2])
 
 
 def _read_entry(path: Path) -> tuple[str, tuple[int, int]]:

@@ -115,6 +115,7 @@ def test_a_folder_of_records_files_is_read_whole(
     (tmp_path / "e1" / "a.jsonl").write_text(lines[0])
     (tmp_path / "e2" / "b.jsonl").write_text("".join(lines[1:]))
     (tmp_path / "e2" / "history" / "b.old.jsonl").write_text("not a record\n")
+    (tmp_path / "e2" / "b.summary.json").write_text('{"families": []}')  # as pytest leaves it
     assert main(["plan", "--experiment", "smoke", "--agent", PLANNED,
                  "--cassette", str(tmp_path)]) == 0
     whole = capsys.readouterr().out
@@ -151,14 +152,16 @@ def test_an_agent_the_recording_lacks_keeps_the_papers_figures(
     assert f"not in {pilot[0]}: the paper's figures" in out
 
 
+KEY = "ab" + "0" * 62
 BAD_CASSETTES = {
     "missing": (None, "no such file or directory; give a records file (--limbo-records) or a "
                       "cassette directory"),
     "not JSONL": ("summary: not records\n", ":1: not an episode record (not a JSON object)"),
     "empty directory": ({}, "a directory without cassette entries"),
-    "corrupt entry": ({"ab/abcd.json": "{not json"}, "abcd.json: not a cassette entry ("),
-    "entry without tokens": ({"ab/abcd.json": '{"request": {"model": "m"}, "response": {}}'},
-                             "abcd.json: not a cassette entry (missing 'prompt_tokens')"),
+    "corrupt entry": ({f"ab/{KEY}.json": "{not json"}, f"{KEY}.json: not a cassette entry ("),
+    "entry without tokens": ({f"ab/{KEY}.json": '{"request": {"model": "m"}, "response": {}}'},
+                             f"{KEY}.json: not a cassette entry (missing 'prompt_tokens')"),
+    "summaries only": ({"e1/run.summary.json": "{}"}, "a directory without cassette entries"),
 }
 
 
