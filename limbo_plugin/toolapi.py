@@ -299,7 +299,8 @@ def _render(value: Any, depth: int, budget: list[int]) -> Any:
                 out["…"] = "…"
                 break
             name = key if isinstance(key, str) else f"<{type(key).__name__}>"
-            out[_render_text(name, budget)] = _render(item, depth + 1, budget)
+            label = _render_text(name, budget)  # the key before its value, as the text reads
+            out[label] = _render(item, depth + 1, budget)
         return out
     if isinstance(value, list | tuple):
         items: list[Any] = []

@@ -198,3 +198,13 @@ def test_the_plain_bound_at_the_limits() -> None:
     assert normalize_arguments({"t": text}) == ({"t": text}, None)
     assert normalize_arguments({"t": text + "b"})[1] == (
         f"arguments are too large ({MAX_ARGUMENT_BYTES + 1} bytes; limit {MAX_ARGUMENT_BYTES})")
+
+
+def test_an_oversized_value_keeps_its_key() -> None:
+    # The key is rendered before its value: a value that spends the budget must not turn the
+    # key that names it into "…" (an assignment evaluates its right side first).
+    kept = safe_json({"title": "a" * 20_010, "n": 1})
+    assert list(kept) == ["title", "…"]  # the budget ends inside the title; the rest is cut
+    assert kept["title"].endswith("…") and len(kept["title"]) < 20_010
+    nested = safe_json({"outer": {"inner": "b" * 30_000}})
+    assert list(nested) == ["outer"] and list(nested["outer"]) == ["inner"]
