@@ -115,8 +115,7 @@ def test_usage_sums_tokens_of_every_call(registry: SpecRegistry,
     assert record.usage.model_dump() == {"prompt_tokens": 230, "completion_tokens": 18,
                                          "cached_prompt_tokens": 0,  # not reported here
                                          "cost_usd": 0.0, "model_calls": 2,
-                                         "unpriced_calls": 2,  # unpriced model: unknown cost
-                                         "cached_prompt_tokens": 0}
+                                         "unpriced_calls": 2}  # unpriced model: unknown cost
 
 
 def test_cost_uses_litellms_price_map_for_known_models(registry: SpecRegistry,
