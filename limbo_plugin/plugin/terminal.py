@@ -21,14 +21,17 @@ def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: i
     """A Limbo option was given, yet no episode ran: one line saying why and what to run."""
     settings, run = limbo.settings, limbo.run
     if (not settings.limbo_options or run.outcomes or run.previous or run.selected
-            or run.keyword_selected_nothing
             or limbo.config.option.collectonly or exitstatus == pytest.ExitCode.INTERRUPTED):
         return
     from limbo_plugin.discovery import nothing_collected_hint
 
-    terminalreporter.write_line(nothing_collected_hint(
-        settings.specs_dir, settings.experiment, list(settings.limbo_options),
-        settings.redirected), yellow=True)
+    deselected = run.deselected_episodes > 0 or run.keyword_selected_nothing
+    line = nothing_collected_hint(settings.specs_dir, settings.experiment,
+                                  list(settings.limbo_options), settings.redirected or deselected)
+    names = _names(limbo) if run.keyword_selected_nothing else None
+    if names is not None:  # still one line: the names closest to -k's words
+        line += "; " + keyword_suggestion(str(limbo.config.option.keyword), names)
+    terminalreporter.write_line(line, yellow=True)
 
 
 def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
@@ -86,24 +89,36 @@ def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
 
 
 def hint_if_keyword_selects_nothing(terminalreporter: Any, limbo: Limbo) -> None:
-    """``-k`` deselected every episode (``-k late_comit``): one line with the family, mode and
-    template names closest to its words, instead of pytest's bare exit 5."""
-    registry = limbo.specs.registry
-    if not limbo.run.keyword_selected_nothing or registry is None:
+    """``-k`` deselected every episode (``-k late_comit``) and no Limbo option was given (else
+    :func:`hint_if_nothing_collected` says it): one line with the family, mode and template
+    names closest to its words, instead of pytest's bare exit 5."""
+    names = _names(limbo) if limbo.run.keyword_selected_nothing else None
+    if names is None or limbo.settings.limbo_options:
         return
-    names: dict[str, Iterable[str]] = {"family": registry.families, "mode": registry.faults,
-             "template": registry.templates}
     terminalreporter.write_line(keyword_hint(str(limbo.config.option.keyword), names,
                                              limbo.settings.experiment), yellow=True)
+
+
+def _names(limbo: Limbo) -> dict[str, Iterable[str]] | None:
+    registry = limbo.specs.registry
+    if registry is None:
+        return None
+    return {"family": registry.families, "mode": registry.faults,
+            "template": registry.templates}
 
 
 KEYWORD_OPERATORS = {"and", "or", "not"}
 
 
 def keyword_hint(expression: str, names: Mapping[str, Iterable[str]], experiment: str) -> str:
-    """The line for a ``-k`` expression that selects no episode: for each of its words that
-    names nothing, the closest names of each kind (difflib), else the families to choose
-    from."""
+    """The line for a ``-k`` expression that selects no episode."""
+    return (f"limbo: -k {expression!r} selects no episode of experiment {experiment!r}; "
+            + keyword_suggestion(expression, names))
+
+
+def keyword_suggestion(expression: str, names: Mapping[str, Iterable[str]]) -> str:
+    """For each word of ``expression`` that names nothing, the closest names of each kind
+    (difflib); else the families to choose from."""
     kinds: dict[str, str] = {}
     for kind, values in names.items():
         for name in values:
@@ -116,10 +131,9 @@ def keyword_hint(expression: str, names: Mapping[str, Iterable[str]], experiment
         if close:
             shown = " or ".join(f"{name} ({kinds[name]})" for name in close)
             guesses.append(f"{shown} for {word!r}")
-    head = f"limbo: -k {expression!r} selects no episode of experiment {experiment!r}"
     if guesses:
-        return f"{head}; did you mean {', '.join(guesses)}?"
+        return f"did you mean {', '.join(guesses)}?"
     if words and not unknown:
-        return f"{head}; each of its names exists, but no episode matches them together"
+        return "each of its names exists, but no episode matches them together"
     families = ", ".join(name for name, kind in kinds.items() if kind == "family")
-    return f"{head}; families: {families} (limbo list modes, limbo list templates)"
+    return f"families: {families} (limbo list modes, limbo list templates)"

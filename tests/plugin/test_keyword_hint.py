@@ -34,6 +34,17 @@ def test_a_misspelt_keyword_suggests_the_closest_names(project: pytest.Pytester,
     assert "no Limbo episode was collected" not in result.stdout.str()
 
 
+def test_with_a_limbo_option_the_suggestion_joins_the_nothing_collected_line(
+        project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess("--agent", "scripted:blind_retry", "-k", "lost_ak",
+                                          "-q")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    (hint,) = [line for line in result.outlines if line.startswith("limbo: ")]
+    assert hint.startswith("limbo: --agent given but no Limbo episode was collected: -k/-m "
+                           "selected none of experiment 'default'")
+    assert hint.endswith("; did you mean lost_ack (family) for 'lost_ak'?"), hint
+
+
 def test_a_keyword_that_selects_episodes_gives_no_hint(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess("-k", "late_commit and invoice_batch", "-q",
                                           "--tb=no")
