@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
@@ -9,6 +10,22 @@ import pytest
 import scipy.stats  # noqa: F401  # imported once here: in-process pytester runs cannot re-import numpy
 
 from limbo_plugin.spec.registry import SpecRegistry
+
+
+def preload_what_pytester_must_not_unload() -> None:
+    """Import the PDF backend, and with it fontTools.subset, before any ``pytester`` test.
+
+    A ``pytester`` test drops every module imported during it when it ends, but matplotlib
+    keeps the PDF canvas class it loaded then. The next PDF is written by that stale canvas,
+    whose fontTools.subset patched the old font-table classes, while fontTools re-imports its
+    table modules afresh: ``'table_M_A_T_H_' object has no attribute 'closure_glyphs'`` in every
+    later report test of that worker. Modules loaded before the first snapshot are never
+    dropped."""
+    with contextlib.suppress(ImportError):  # a light install without the report extra
+        import matplotlib.backends.backend_pdf  # noqa: F401
+
+
+preload_what_pytester_must_not_unload()
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"
 
