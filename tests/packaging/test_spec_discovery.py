@@ -92,8 +92,9 @@ UNRELATED = "def test_mine():\n    assert 1 + 1 == 2\n"
 
 
 def _without_timing(text: str) -> str:
-    """The output but for durations and pytest's own list of installed plugins."""
-    return re.sub(r" in [\d.]+s|^plugins: .*$", "", text, flags=re.M)
+    """The output but for durations, the rules' widths (pytest centres a line holding the
+    duration between runs of "=") and pytest's own list of installed plugins."""
+    return re.sub(r" in [\d.]+s|^plugins: .*$|={2,}", "", text, flags=re.M)
 
 
 def _pytest_in(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
