@@ -6,7 +6,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import select
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -86,9 +88,11 @@ def raw_line(message: dict[str, Any]) -> bytes:
 def raw_session(launch: McpLaunch, requests: list[bytes], expect_ids: set[int], *,
                 in_turn: bool = False) -> dict[int, Any]:
     """A raw JSON-RPC peer of a fresh stdio ``limbo mcp``: handshake as a 2025-06-18 client,
-    send ``requests``, collect replies by id. ``in_turn``: each request only once the one before
-    it is answered, as a harness waits for a tool's result (the server answers requests
-    concurrently, so requests sent at once may reach the episode in another order)."""
+    send ``requests``, collect replies by (integer) id until those of ``expect_ids`` are in.
+    ``in_turn``: each request only once the one before it is answered, as a harness waits for
+    a tool's result (the server answers requests concurrently, so requests sent at once may
+    reach the episode in another order). Fails on a dead server or a hang (300 s, a hang guard,
+    not a speed check)."""
     process = subprocess.Popen(launch.argv, env={**os.environ, **launch.env},
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL)
@@ -103,13 +107,16 @@ def raw_session(launch: McpLaunch, requests: list[bytes], expect_ids: set[int], 
         process.stdin.flush()
         replies: dict[int, Any] = {}
         waiting = list(reversed(requests))
+        deadline = time.monotonic() + 300
         while not expect_ids <= set(replies):
+            ready, _, _ = select.select([process.stdout], [], [],
+                                        max(0.0, deadline - time.monotonic()))
+            assert ready, f"the MCP server hung; replies so far: {sorted(replies)}"
             line = process.stdout.readline()
-            if not line:
-                raise AssertionError(f"the server closed its output; replies so far: {replies}")
+            assert line, f"the MCP server closed its output; replies so far: {sorted(replies)}"
             message = json.loads(line)
-            if "id" in message and message["id"] is not None:
-                replies[int(message["id"])] = message
+            if isinstance(message.get("id"), int):
+                replies[message["id"]] = message
                 while waiting:
                     process.stdin.write(waiting.pop())
                     if in_turn:

@@ -9,10 +9,6 @@ never commits an effect; and every episode's record serialises and reads back.
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
-import time
 from collections import Counter
 from typing import Any
 
@@ -20,7 +16,7 @@ import pytest
 from hostile import CATALOG, FUZZ, HUGE_TEXT, JSON_LIKE, is_rejection, tool_calls, wire_safe
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
-from serverkit import LATE, LOST_ACK, REGISTRY, in_episode, request
+from serverkit import LATE, LOST_ACK, REGISTRY, in_episode, raw_line, raw_session, request
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.faults import FaultPlan, FaultTransport
@@ -189,45 +185,11 @@ def _serve_mcp(launch: Any, lines: list[tuple[int | None, bytes]],
                awaited: set[int]) -> dict[int, Any]:
     """Send ``lines`` to a fresh ``limbo mcp`` after the handshake, then a ``tools/list``
     sentinel; return every reply by id once the sentinel's and those of ``awaited`` are in (the
-    server answers requests concurrently, so the sentinel may overtake a slow call). Fails on a
-    hang (20 s) or a dead server."""
-    process = subprocess.Popen(launch.argv, env={**os.environ, **launch.env},
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
-    assert process.stdin is not None and process.stdout is not None
+    server answers requests concurrently, so the sentinel may overtake a slow call)."""
     sentinel = 999_999
-    handshake = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "fuzz", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
-    try:
-        for message in handshake:
-            process.stdin.write((json.dumps(message) + "\n").encode())
-        for _, line in lines:
-            process.stdin.write(line)
-        process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": sentinel,
-                                         "method": "tools/list"}) + "\n").encode())
-        process.stdin.flush()
-        replies: dict[int, Any] = {}
-        deadline = time.monotonic() + 300  # a hang guard, not a speed check
-        while not {sentinel, *awaited} <= set(replies):
-            ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
-            assert ready, f"the MCP server hung; replies so far: {sorted(replies)}"
-            line = process.stdout.readline()
-            assert line, f"the MCP server died; replies so far: {sorted(replies)}"
-            message = json.loads(line)
-            if isinstance(message.get("id"), int):
-                replies[message["id"]] = message
-        assert process.poll() is None
-        return replies
-    finally:
-        process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    requests = [line for _, line in lines]
+    requests.append(raw_line({"jsonrpc": "2.0", "id": sentinel, "method": "tools/list"}))
+    return raw_session(launch, requests, {sentinel, *awaited})
 
 
 MCP_CALLS = 200
