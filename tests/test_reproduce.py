@@ -167,7 +167,7 @@ def test_a_sharded_run_is_merged_checked_and_reported(tmp_path: Path,
                               "same world and configuration")
     assert not any(i["file"] for i in index)
     assert sorted(p.name for p in (out / "report").iterdir()) == ["e6"]
-    assert "0 of 24 of the paper's tables and figures produced" in printed
+    assert "0 of 27 of the paper's tables and figures produced" in printed
 
 
 # -- the whole chain, small ----------------------------------------------------------------------

@@ -117,7 +117,7 @@ def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
                          "infrastructure error(s))")
     out = Path(out)
     kept_previous = keep_earlier_report(out)
-    tables = build_tables(loaded.rows, loaded.repeats)
+    tables = build_tables(loaded.rows, loaded.repeats, registry)
     for table in tables:
         if isinstance(table, Table):
             write_table(table, out / "tables")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from limbo_plugin.extensions import declared
 from limbo_plugin.report.load import EpisodeRow
@@ -31,8 +31,12 @@ from limbo_plugin.report.tables.regression import table_h1
 from limbo_plugin.report.tables.reissues import table_key_reuse, table_reissue_timing
 from limbo_plugin.report.tables.robustness import table_robustness
 from limbo_plugin.report.tables.shapley import table4
+from limbo_plugin.report.tables.spec_tables import SPEC_TABLES
 from limbo_plugin.report.tables.stakes import table_stakes
 from limbo_plugin.report.tables.waiting import table6
+
+if TYPE_CHECKING:
+    from limbo_plugin.spec.registry import SpecRegistry
 
 Generator = Callable[[Sequence[EpisodeRow], Sequence[EpisodeRow]], Result]
 
@@ -67,9 +71,12 @@ def _is_generator(item: object) -> TypeGuard[Generator]:
     return callable(item)
 
 
-def build_tables(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow] = ()
-                 ) -> list[Result]:
-    return [generate(rows, repeats) for generate in all_tables()]
+def build_tables(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow] = (),
+                 registry: SpecRegistry | None = None) -> list[Result]:
+    """Every table on the episodes; with ``registry``, first the tables that describe the
+    benchmark itself (:data:`SPEC_TABLES`: the paper's Tables 1, 2 and 11, from the specs)."""
+    described = [generate(registry) for generate in SPEC_TABLES] if registry else []
+    return described + [generate(rows, repeats) for generate in all_tables()]
 
 
-__all__ = ["TABLES", "Result", "Skipped", "Table", "all_tables", "build_tables"]
+__all__ = ["SPEC_TABLES", "TABLES", "Result", "Skipped", "Table", "all_tables", "build_tables"]
