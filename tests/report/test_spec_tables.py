@@ -69,6 +69,8 @@ def test_table1_has_every_tool_with_its_key_lag_and_read_back(registry: SpecRegi
     assert table.find(tool="weibo_publish")["lag_s"] == 120
     assert table.find(tool="email_send")["reversible"] == "no (irreversible)"
     assert table.find(tool="weibo_publish")["reversible"] == "yes / social_delete_post"
+    for update in ("tickets_set_status", "db_upsert"):  # SPEC §2: reversible by setting back
+        assert table.find(tool=update)["reversible"] == "yes"
     keyed = sorted(n for n, (_, t) in tools.items()
                    if t["contract"].get("key_param")
                    and t["contract"]["idempotency"] in ("key_optional", "non_idempotent"))

@@ -49,6 +49,8 @@ def _tool_row(tool: ToolDefinition) -> dict[str, Cell]:
         reversible = "no (irreversible)"
     elif contract.compensation is not None:
         reversible = f"yes / {contract.compensation.tool}"
+    elif contract.idempotency == "idempotent":  # an update: the same tool sets the value back
+        reversible = "yes"
     else:
         reversible = "—"
     return {"service": tool.service, "tool": tool.name,
