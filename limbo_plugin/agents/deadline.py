@@ -99,7 +99,8 @@ class Watchdog:
         surface in the code that records it."""
         if self._watching:
             self._let_go.wait()
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), None)
+        if self.expired:
+            _drop_pending_exception(self.target)
 
     def _enforce(self) -> None:
         """Past the deadline (the watch thread runs this): raise until stopped, then give up."""
@@ -126,6 +127,33 @@ class Watchdog:
             # pending exception is raised
             with contextlib.suppress(OSError, ValueError):
                 signal.pthread_kill(self.target, signal.SIGALRM)
+
+
+class _Dropped(BaseException):
+    """Stands in for a pending timeout so that the interpreter raises it, here, and is done."""
+
+
+def _drop_pending_exception(target: int) -> None:
+    """Drop an :class:`EpisodeTimeout` the watch thread may have queued for ``target``.
+
+    Clearing it with ``PyThreadState_SetAsyncExc(target, NULL)`` leaves CPython's "asynchronous
+    exception pending" flag set, since the interpreter clears that flag only when it raises one:
+    under a profiler or a tracer (``sys.setprofile``: pyinstrument, coverage, a debugger) the
+    next C call then spins forever. So a stand-in exception replaces the timeout and the loop
+    below lets the interpreter raise it, which clears the flag. Only the target's own thread can
+    do that; from another thread the plain clear is all there is.
+    """
+    if target != threading.get_ident():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
+        return
+    try:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
+                                                   ctypes.py_object(_Dropped))
+        for _ in range(1_000_000):  # raised as the call returns, or at the first backward jump
+            pass
+    except _Dropped:
+        return
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
 
 
 class _WatchThread:

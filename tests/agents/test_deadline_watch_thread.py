@@ -7,8 +7,11 @@ the limit itself must hold as before (``tests/safety/test_episode_timeout.py``,
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 from limbo_plugin.agents import AgentSession
 from limbo_plugin.agents.deadline import wall_clock_limit
@@ -67,3 +70,34 @@ def test_ended_episodes_are_let_go_and_a_later_limit_still_fires() -> None:
     except BaseException as exc:  # EpisodeTimeout derives from BaseException
         fired = type(exc).__name__ == "EpisodeTimeout"
     assert fired and time.monotonic() - start < 60
+
+
+PROFILED_LIMITS = """
+import signal, sys, time
+from limbo_plugin.agents.deadline import EpisodeTimeout, wall_clock_limit
+
+sys.setprofile(lambda *args: None)  # what pyinstrument, coverage and debuggers install
+for _ in range(20):
+    with wall_clock_limit(600):
+        sum(range(100))
+start = time.monotonic()
+with wall_clock_limit(0.2):
+    try:
+        while time.monotonic() - start < 60:
+            time.sleep(0.01)
+    except EpisodeTimeout:
+        pass
+for _ in range(20):  # C calls after the limits: each used to spin forever under the profiler
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    sum(range(100))
+print("done", flush=True)
+"""
+
+
+def test_limits_end_cleanly_under_a_profiler(tmp_path: Path) -> None:
+    """Dropping a pending timeout must clear the interpreter's pending flag too: under
+    ``sys.setprofile`` a flag left set made the next C call spin at full CPU, for good."""
+    run = subprocess.run([sys.executable, "-c", PROFILED_LIMITS], capture_output=True,
+                         text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "done"
