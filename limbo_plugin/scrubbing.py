@@ -132,7 +132,8 @@ class Scrubber:
 # -- what this process knows -------------------------------------------------------------------
 _LOCK = threading.Lock()
 _learned: dict[str, str] = {}
-_names: dict[str, bool] = {}
+_names: dict[Any, bool] = {}
+"""Whether a variable name (as ``os.environ`` holds it) names a credential."""
 _current: tuple[tuple[Any, ...], int, Scrubber] | None = None
 
 
@@ -167,14 +168,33 @@ def learn_options(options: Mapping[str, Any]) -> None:
     learn(credentials_in(options))
 
 
-def _environment() -> list[tuple[str, str]]:
-    secrets = []
-    for name, value in os.environ.items():
-        known = _names.get(name)
+def _credential_variables() -> tuple[tuple[Any, Any], ...]:
+    """The environment's credential variables, as the os module holds them (undecoded on
+    POSIX): what the scrubber depends on, and cheap to compare with the last ones. The other
+    variables do not matter, and change all the time: pytest sets ``PYTEST_CURRENT_TEST`` at
+    every phase of every test."""
+    data: Mapping[Any, Any] = getattr(os.environ, "_data", os.environ)
+    decode = getattr(os.environ, "decodekey", str) if data is not os.environ else str
+    found = []
+    for raw, value in data.items():
+        known = _names.get(raw)
         if known is None:
-            known = _names[name] = is_credential_name(name) and not name.startswith("LIMBO_")
-        if known and len(value) >= MIN_SECRET_CHARS and not _is_path(value):
-            secrets.append((value, f"secret {name}"))
+            name = decode(raw)
+            known = _names[raw] = is_credential_name(name) and not name.startswith("LIMBO_")
+        if known:
+            found.append((raw, value))
+    return tuple(found)
+
+
+def _environment(variables: tuple[tuple[Any, Any], ...]) -> list[tuple[str, str]]:
+    decoded = getattr(os.environ, "_data", None) is not None
+    decode_key = getattr(os.environ, "decodekey", str) if decoded else str
+    decode_value = getattr(os.environ, "decodevalue", str) if decoded else str
+    secrets = []
+    for raw, raw_value in variables:
+        value = decode_value(raw_value)
+        if len(value) >= MIN_SECRET_CHARS and not _is_path(value):
+            secrets.append((value, f"secret {decode_key(raw)}"))
     return secrets
 
 
@@ -188,13 +208,11 @@ def current() -> Scrubber:
     """The scrubber for every secret this process knows now: rebuilt when the environment or
     the learned secrets change, else the one built before (a record costs one search)."""
     global _current
-    # The environment as the os module holds it (undecoded on POSIX): comparing it with the
-    # last one is cheap, unlike reading every variable again.
-    environment = tuple(getattr(os.environ, "_data", os.environ).items())
+    environment = _credential_variables()
     cached = _current
     if cached is not None and cached[0] == environment and cached[1] == len(_learned):
         return cached[2]
-    known = dict(_environment())
+    known = dict(_environment(environment))
     for value, label in list(_learned.items()):
         known.setdefault(value, label)
     scrubber = Scrubber(known)

@@ -91,6 +91,23 @@ def test_short_values_and_other_variables_are_left_alone(
     assert scrubbing.scrub(text) == text
 
 
+def test_the_scrubber_is_rebuilt_when_a_credential_changes_not_any_variable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest sets ``PYTEST_CURRENT_TEST`` at every phase of every test: rebuilding the scrubber
+    for that cost more than a scripted episode; a new key must still be picked up at once."""
+    before = scrubbing.current()
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/x.py::y (call)")
+    monkeypatch.setenv("LIMBO_SCRUB_TEST_DIR", "ordinary-text-here")
+    assert scrubbing.current() is before
+    fresh = "ant-limbo-fake-rebuild-9c41e7b2"  # a value no other test teaches the scrubber
+    monkeypatch.setenv("ANTHROPIC_API_KEY", fresh)
+    after = scrubbing.current()
+    assert after is not before
+    assert scrubbing.scrub(f"key {fresh}") == "key [secret ANTHROPIC_API_KEY]"
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert fresh in scrubbing.scrub(f"key {fresh}")
+
+
 def test_credentials_come_from_credential_names_and_options() -> None:
     assert [name for name in ("OPENAI_API_KEY", "WATSONX_APIKEY", "AWS_SESSION_TOKEN",
                               "AZURE_CLIENT_SECRET", "CLARIFAI_PAT", "HF_TOKEN", "HOME",
