@@ -32,9 +32,12 @@ GIVE_RECORDS = (f"give a records file written by pytest (--limbo-records, defaul
 class Documented(BaseModel):
     """A record part whose field docstrings are its fields' descriptions, so the published JSON
     Schema (``docs/episode-record.schema.json``) and field table (``docs/records.md``) say what
-    each field means from the one place that defines it."""
+    each field means from the one place that defines it.
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    The docstrings are read when the schema is made (:func:`limbo_plugin.report.record_schema.
+    documented`), not when the models are defined: pydantic's ``use_attribute_docstrings``
+    parses the module's source once per model, which cost every run about 40 ms of start-up.
+    """
 
 
 class EpisodeKey(BaseModel):
