@@ -9,15 +9,16 @@ which the spec registry turns into a ``SpecError`` naming the file and line.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.spec.backtracking import nested_repeat
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import SchemaError
 
 JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 
@@ -37,6 +38,15 @@ def schema_problem(schema: Mapping[str, Any]) -> SchemaProblem | None:
     the engine validation uses, so an unclosed group fails here and not in an episode.
     """
     try:
+        plain = plainly_valid(schema)
+    except RecursionError:
+        return SchemaProblem((), "the schema nests too deeply")
+    if plain:
+        return _backtracking_pattern(schema, ())
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as error:
         path = tuple(error.absolute_path)
@@ -44,6 +54,90 @@ def schema_problem(schema: Mapping[str, Any]) -> SchemaProblem | None:
     except RecursionError:
         return SchemaProblem((), "the schema nests too deeply")
     return _backtracking_pattern(schema, ())
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def _regex(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        re.compile(value)
+    except re.error:
+        return False
+    return True
+
+
+def _type_names(value: Any) -> bool:
+    names = value if isinstance(value, list) else [value]
+    return (bool(names) and all(isinstance(n, str) and n in JSON_TYPES for n in names)
+            and len(set(names)) == len(names))
+
+
+def _unique_strings(value: Any) -> bool:
+    return (isinstance(value, list) and all(isinstance(v, str) for v in value)
+            and len(set(value)) == len(value))
+
+
+def _schemas(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(plainly_valid(v) for v in value)
+
+
+def _schema_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and plainly_valid(v)
+                                           for k, v in value.items())
+
+
+_PLAIN_KEYWORDS: dict[str, Callable[[Any], bool]] = {
+    "type": _type_names,
+    "description": lambda v: isinstance(v, str),
+    "title": lambda v: isinstance(v, str),
+    "format": lambda v: isinstance(v, str),
+    "enum": lambda v: isinstance(v, list),
+    "examples": lambda v: isinstance(v, list),
+    "minLength": _count, "maxLength": _count, "minItems": _count, "maxItems": _count,
+    "minProperties": _count, "maxProperties": _count,
+    "minimum": _number, "maximum": _number,
+    "exclusiveMinimum": _number, "exclusiveMaximum": _number,
+    "multipleOf": lambda v: _number(v) and v > 0,
+    "uniqueItems": lambda v: isinstance(v, bool),
+    "pattern": _regex,
+    "required": _unique_strings,
+    "properties": _schema_map,
+    "patternProperties": lambda v: _schema_map(v) and all(_regex(k) for k in v),
+    "additionalProperties": lambda v: plainly_valid(v),
+    "items": lambda v: plainly_valid(v),
+    "not": lambda v: plainly_valid(v),
+    "anyOf": _schemas, "allOf": _schemas, "oneOf": _schemas,
+}
+"""The keywords a spec's schema nearly always uses, each with a check of its value that is
+no looser than the draft 2020-12 meta-schema's."""
+
+
+def plainly_valid(schema: Any) -> bool:
+    """Whether ``schema`` is a valid draft 2020-12 schema made only of the common keywords
+    (:data:`_PLAIN_KEYWORDS`), each with a value of the right kind.
+
+    ``True`` is a proof, so the meta-schema check can be skipped (and ``jsonschema``, with its
+    dependencies, not imported: they cost a run's start-up more than all its spec files); ``False``
+    means only "ask ``jsonschema``", which decides, and words the problem.
+    ``tests/world/test_plain_schemas.py`` checks that ``True`` never disagrees with it.
+    """
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict):
+        return False
+    for keyword, value in schema.items():
+        check = _PLAIN_KEYWORDS.get(keyword)
+        if check is None or not check(value):
+            return False
+    return True
 
 
 def _backtracking_pattern(value: Any, path: tuple[str | int, ...]) -> SchemaProblem | None:
