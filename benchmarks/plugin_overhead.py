@@ -1,7 +1,7 @@
 """CPU and wall time of the default experiment against as many trivial parametrized tests.
 
     python benchmarks/plugin_overhead.py [--rounds 5] [--parallel] [--bytecode source|cached]
-                                         [--before DIR]
+                                         [--before DIR] [--instructions]
 
 Runs, in alternation so that machine load affects both sides alike: the default experiment
 (every template, instances 0-1, every focal write and applicable mode, scripted:verify_first)
@@ -14,6 +14,11 @@ what compare across machines, and the load average before and after. ``--before 
 the same Limbo cases run from another checkout (``git archive <commit> | tar -x -C DIR``; its
 ``limbo_plugin`` comes first on ``PYTHONPATH``), so before and after are measured in one run.
 
+``--instructions`` also runs each case once under ``valgrind --tool=cachegrind`` and prints
+the instructions the pytest process executed: a count that machine load does not change at
+all, so its ratios hold where a shared machine's CPU seconds wander by ±20 %. (A process
+forked under valgrind starts from its parent's count; the largest count is the run's.)
+
 ``--bytecode source`` (the default here: the environment sets ``PYTHONDONTWRITEBYTECODE``)
 leaves the interpreter as it is, so Limbo, installed editable, compiles its modules from
 source in every run while the baseline's libraries load their installed byte code.
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -61,6 +67,22 @@ def measured(args: list[str], cwd: Path, env: dict[str, str]) -> Run:
     return Run(wall, usage.ru_utime + usage.ru_stime)
 
 
+def instructions(args: list[str], cwd: Path, env: dict[str, str]) -> int:
+    """The instructions one pytest process executes (cachegrind's ``I refs``)."""
+    with tempfile.TemporaryDirectory() as logs:
+        subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                        "--cachegrind-out-file=/dev/null", f"--log-file={logs}/vg.%p",
+                        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                       cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=False)
+        counts = [int(match.group(1).replace(",", ""))
+                  for log in Path(logs).iterdir()
+                  if (match := re.search(r"I\s+refs:\s+([\d,]+)", log.read_text()))]
+    if not counts:
+        raise SystemExit("valgrind printed no instruction count (is it installed?)")
+    return max(counts)
+
+
 def load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
@@ -72,6 +94,8 @@ def main() -> None:
     parser.add_argument("--bytecode", choices=("source", "cached"), default="source")
     parser.add_argument("--before", type=Path, default=None,
                         help="a checkout of the earlier code, run side by side")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each case's instructions under valgrind (once each)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ)
@@ -114,6 +138,11 @@ def main() -> None:
                 runs[name].append(measured(case_args, cwd,
                                            before_env if name.startswith("before") else env))
         after = load()
+        counted: dict[str, int] = {}
+        if args.instructions:
+            for name, (case_args, cwd) in cases.items():
+                counted[name] = instructions(case_args, cwd, before_env
+                                             if name.startswith("before") else env)
     print(f"{n} items, median of {args.rounds} alternating rounds, byte code {args.bytecode}; "
           f"load average {before} before, {after} after")
     cpu = {name: statistics.median(r.cpu_s for r in values) for name, values in runs.items()}
@@ -135,6 +164,13 @@ def main() -> None:
         print(f"ratio {label}: CPU {cpu[limbo] / cpu[bare]:.2f}, "
               f"wall {wall[limbo] / wall[bare]:.2f}  "
               f"(CPU per item above bare: {(cpu[limbo] - cpu[bare]) / n * 1000:.2f} ms)")
+    if counted:
+        print("instructions (cachegrind, one run each):")
+        for name in cases:
+            print(f"  {name:38} {counted[name] / 1e9:7.3f} G")
+        for label, limbo, bare in pairs:
+            print(f"ratio {label}: instructions {counted[limbo] / counted[bare]:.2f}  "
+                  f"({(counted[limbo] - counted[bare]) / n / 1e6:.2f} M per item above bare)")
 
 
 if __name__ == "__main__":
