@@ -32,7 +32,7 @@ ROWS = (
     ("native", "vanilla"), ("native", "sdk_retry"), ("native", "rules"), ("native", "vbr"),
     ("native", "wait_90"), ("native", "wait_3600"), ("native", "guard"),
     ("native", "guard-no-key"), ("native", "guard-no-consistency"),
-    ("native", "guard-no-block"), ("native", "guard-no-annotate"),
+    ("native", "guard-no-block"), ("native", "guard-no-annotate"), ("native", "guard-no-promise"),
     ("native", "state_oracle"), ("native", "outcome_oracle"),
     ("keys_everywhere", "vanilla"), ("keys_everywhere", "guard"),
 )
