@@ -75,6 +75,7 @@ SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}"
 ``!!binary``, a custom ``!tag``) is refused rather than constructed."""
 MAP_TAG, SEQ_TAG = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+STR_TAG = "tag:yaml.org,2002:str"
 
 
 @dataclass
@@ -140,6 +141,8 @@ class _Converter:
         return result
 
     def _scalar(self, node: yaml.ScalarNode, path: PathKey) -> Any:
+        if node.tag == STR_TAG:  # most of a spec: what PyYAML's constructor returns for it
+            return node.value
         if node.tag not in SCALAR_TAGS:
             raise self.error(node, path, f"unsupported YAML tag {_short_tag(node.tag)!r}; a "
                              "spec holds plain mappings, lists, text, numbers and booleans")

@@ -169,3 +169,39 @@ def test_not_a_specs_directory(tmp_path: Path) -> None:
     """Pointing at an unrelated directory is a clear error, not a crash."""
     error = load_error(tmp_path)
     assert "services" in error.message
+
+
+def _as_text_dates(value: object) -> object:
+    import datetime
+
+    if isinstance(value, dict):
+        return {k: _as_text_dates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_text_dates(v) for v in value]
+    if isinstance(value, datetime.date):
+        return str(value)
+    return value
+
+
+@pytest.mark.parametrize("text", [
+    "a: plain\nb: '123'\nc: \"true\"\nd: !!str 7\ne: 123\nf: true\ng: 1.5\nh: ~\ni: 2024-01-02\n",
+    "list: [x, 'y', 3, no, \"null\"]\nnested: {k: v, n: 0x10}\n",
+])
+def test_the_loader_reads_values_as_pyyaml_does(text: str) -> None:
+    """Text scalars skip PyYAML's constructor; every value must still come out as
+    ``yaml.safe_load`` gives it (dates as the text they are)."""
+    import yaml
+
+    assert load_yaml_text(text).data == _as_text_dates(yaml.safe_load(text))
+
+
+def test_every_shipped_spec_reads_as_pyyaml_reads_it() -> None:
+    import yaml
+
+    from limbo_plugin.spec.loader import load_yaml
+
+    files = sorted(SPECS.rglob("*.yaml"))
+    assert files
+    for file in files:
+        assert load_yaml(file).data == _as_text_dates(
+            yaml.safe_load(file.read_text(encoding="utf-8"))), file
