@@ -12,6 +12,7 @@ reads any other line. Nothing is printed under ``-q`` or with ``--limbo-progress
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -165,9 +166,13 @@ class LiveProgress:
         self.progress.done += 1
         if self.progress.done == 1:
             self.first_done = self.clock()
-        if len(self.outcomes) > self.seen:  # the record the controller just took
+        arrived = len(self.outcomes) - self.seen
+        if arrived > 0:  # the records the controller took since: under -n, another worker's
+            # record can arrive before this episode's teardown, so there may be more than one
+            newest = list(itertools.islice(reversed(self.outcomes.values()), arrived))
+            for outcome in reversed(newest):
+                self.progress.add(outcome)
             self.seen = len(self.outcomes)
-            self.progress.add(next(reversed(self.outcomes.values())))
         elif report.failed:
             self.progress.errors += 1
         now = self.clock()

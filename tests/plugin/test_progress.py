@@ -77,3 +77,31 @@ def test_the_line_counts_cost_errors_and_eta() -> None:
     assert line == ("limbo: 4/10 episodes (40%), 2m05s, ETA 3m00s | duplicate rate lost_ack "
                     "50.0% of 2, late_commit 100.0% of 1 | cost $1.00 of $5 limit | "
                     "1 infrastructure error")
+
+
+def test_records_that_arrive_before_a_teardown_are_all_counted() -> None:
+    """Under -n the controller can take another worker's record before this episode's
+    teardown report arrives: each record counts once, none is skipped."""
+    from types import SimpleNamespace
+
+    from limbo_plugin.report.progress import LiveProgress
+
+    config = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
+    outcomes: dict[str, Outcome] = {}
+    live = LiveProgress(config, outcomes, interval=3600.0, cost_limit=None,
+                        family_order=lambda: ())
+
+    def teardown(name: str) -> None:
+        live.pytest_runtest_logreport(SimpleNamespace(
+            when="teardown", nodeid=f"specs/experiments/small.yaml::{name}", failed=False))
+
+    outcomes["a"] = outcome("late_commit", 1)  # worker 1's call report
+    outcomes["b"] = outcome("lost_ack", 0)  # worker 2's, before worker 1's teardown
+    teardown("a")
+    teardown("b")
+    outcomes["c"] = outcome("late_commit", 0)
+    teardown("c")
+    families = {name: (count.fired, count.duplicated)
+                for name, count in live.progress.families.items()}
+    assert families == {"late_commit": (2, 1), "lost_ack": (1, 0)}
+    assert live.progress.done == 3
