@@ -23,7 +23,7 @@ import os
 import re
 import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -168,18 +168,25 @@ def learn_options(options: Mapping[str, Any]) -> None:
     learn(credentials_in(options))
 
 
+def _raw_environment() -> tuple[Mapping[Any, Any], Callable[[Any], str], Callable[[Any], str]]:
+    """The environment as the os module holds it (undecoded on POSIX), and how to decode a
+    name and a value of it."""
+    data = getattr(os.environ, "_data", None)
+    if data is None:
+        return os.environ, str, str
+    return data, os.environ.decodekey, os.environ.decodevalue
+
+
 def _credential_variables() -> tuple[tuple[Any, Any], ...]:
-    """The environment's credential variables, as the os module holds them (undecoded on
-    POSIX): what the scrubber depends on, and cheap to compare with the last ones. The other
-    variables do not matter, and change all the time: pytest sets ``PYTEST_CURRENT_TEST`` at
-    every phase of every test."""
-    data: Mapping[Any, Any] = getattr(os.environ, "_data", os.environ)
-    decode = getattr(os.environ, "decodekey", str) if data is not os.environ else str
+    """The environment's credential variables, undecoded: what the scrubber depends on, and
+    cheap to compare with the last ones. The other variables do not matter, and change all the
+    time: pytest sets ``PYTEST_CURRENT_TEST`` at every phase of every test."""
+    data, decode_name, _ = _raw_environment()
     found = []
     for raw, value in data.items():
         known = _names.get(raw)
         if known is None:
-            name = decode(raw)
+            name = decode_name(raw)
             known = _names[raw] = is_credential_name(name) and not name.startswith("LIMBO_")
         if known:
             found.append((raw, value))
@@ -187,14 +194,12 @@ def _credential_variables() -> tuple[tuple[Any, Any], ...]:
 
 
 def _environment(variables: tuple[tuple[Any, Any], ...]) -> list[tuple[str, str]]:
-    decoded = getattr(os.environ, "_data", None) is not None
-    decode_key = getattr(os.environ, "decodekey", str) if decoded else str
-    decode_value = getattr(os.environ, "decodevalue", str) if decoded else str
+    _, decode_name, decode_value = _raw_environment()
     secrets = []
     for raw, raw_value in variables:
         value = decode_value(raw_value)
         if len(value) >= MIN_SECRET_CHARS and not _is_path(value):
-            secrets.append((value, f"secret {decode_key(raw)}"))
+            secrets.append((value, f"secret {decode_name(raw)}"))
     return secrets
 
 
@@ -205,8 +210,8 @@ def _is_path(value: str) -> bool:
 
 
 def current() -> Scrubber:
-    """The scrubber for every secret this process knows now: rebuilt when the environment or
-    the learned secrets change, else the one built before (a record costs one search)."""
+    """The scrubber for every secret this process knows now: rebuilt when a credential variable
+    or the learned secrets change, else the one built before (a record costs one search)."""
     global _current
     environment = _credential_variables()
     cached = _current
