@@ -43,31 +43,26 @@ def documented() -> type[EpisodeRecord]:
     fields' descriptions (read once per process; an explicit ``description`` wins)."""
     global _DOCUMENTED
     if not _DOCUMENTED:
-        parts: list[type] = []
-        pending: list[type] = [Documented]
+        parts: list[type[Documented]] = []
+        pending: list[type[Documented]] = [Documented]
         while pending:
             model = pending.pop()
             parts.append(model)
             pending.extend(model.__subclasses__())
-        for model in parts:
-            fields = model.__dict__.get("__pydantic_fields__", {})
-            for name, doc in attribute_docstrings(model).items():
-                field = fields.get(name)
-                if field is not None and field.description is None:
-                    field.description = doc
-        for model in parts:  # a subclass copies its base's fields when it is built
-            for name, field in model.__pydantic_fields__.items():  # type: ignore[attr-defined]
-                if field.description is None:
-                    for base in model.__mro__[1:]:
-                        inherited = getattr(base, "__pydantic_fields__", {}).get(name)
-                        if inherited is not None and inherited.description is not None:
-                            field.description = inherited.description
-                            break
-        for model in reversed(parts):  # parts before the models that hold them
-            # the flag reaches the world's ``Effect`` (a dataclass, documented alike), whose
-            # fields are collected as the schema is built; the models' own are set above
-            model.model_config["use_attribute_docstrings"] = True  # type: ignore[attr-defined]
-            model.model_rebuild(force=True)  # type: ignore[attr-defined]
+        for model in parts:  # a field's docstring is in the class that declares it
+            docs: dict[str, str] = {}
+            for declaring in reversed(model.__mro__):
+                if isinstance(declaring, type) and issubclass(declaring, Documented):
+                    docs.update(attribute_docstrings(declaring))
+            for name, field in model.__pydantic_fields__.items():
+                if field.description is None and name in docs:
+                    field.description = docs[name]
+        # the parts the record holds first, then the record, whose schema takes theirs; the flag
+        # reaches the world's ``Effect`` (a dataclass, documented alike), whose fields are
+        # collected as the schema is built; the models' own are set above
+        for model in sorted(parts, key=lambda part: part is EpisodeRecord):
+            model.model_config["use_attribute_docstrings"] = True
+            model.model_rebuild(force=True)
         _DOCUMENTED = True
     return EpisodeRecord
 
