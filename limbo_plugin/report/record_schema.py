@@ -52,7 +52,7 @@ def documented() -> type[EpisodeRecord]:
         for model in parts:  # a field's docstring is in the class that declares it
             docs: dict[str, str] = {}
             for declaring in reversed(model.__mro__):
-                if isinstance(declaring, type) and issubclass(declaring, Documented):
+                if issubclass(declaring, Documented):
                     docs.update(attribute_docstrings(declaring))
             for name, field in model.__pydantic_fields__.items():
                 if field.description is None and name in docs:
