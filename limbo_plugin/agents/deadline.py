@@ -147,13 +147,12 @@ def _drop_pending_exception(target: int) -> None:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
         return
     try:
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
-                                                   ctypes.py_object(_Dropped))
-        for _ in range(1_000_000):  # raised as the call returns, or at the first backward jump
-            pass
+        if ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
+                                                      ctypes.py_object(_Dropped)):
+            while True:  # raised as the call returns, or at the first backward jump
+                pass
     except _Dropped:
-        return
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
+        pass
 
 
 class _WatchThread:
