@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,6 +98,8 @@ def main() -> None:
     parser.add_argument("--instructions", action="store_true",
                         help="also count each case's instructions under valgrind (once each)")
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:  # before minutes of rounds
+        raise SystemExit("--instructions needs valgrind on PATH (apt install valgrind)")
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ)
         if args.bytecode == "cached":
