@@ -1,0 +1,51 @@
+"""pytest rewrites the asserts of every module of a distribution with a ``pytest11`` entry point.
+Limbo takes itself out of that: a rewritten module is compiled by pytest on every start-up
+wherever pytest may not write byte code (``PYTHONDONTWRITEBYTECODE``, a read-only install)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+# A distribution on the path that lists Limbo's sources and declares a pytest11 entry point:
+# what an installed wheel, or an editable install run from its source tree, looks like to pytest.
+METADATA = "Metadata-Version: 2.1\nName: limbo-rewrite-probe\nVersion: 0\n"
+RECORD = "limbo_plugin/__init__.py,,\nlimbo_plugin/episode.py,,\nlimbo_rewrite_probe.py,,\n"
+ENTRY_POINTS = "[pytest11]\nlimbo_rewrite_probe = limbo_rewrite_probe\n"
+
+RECORD_LOADERS = """
+import json
+import sys
+
+
+def pytest_collection_finish(session):
+    loaders = {name: type(getattr(module, "__loader__", None)).__name__
+               for name, module in list(sys.modules.items())
+               if name.startswith(("limbo_plugin", "limbo_rewrite_probe"))}
+    with open("loaders.json", "w") as out:
+        json.dump(loaders, out)
+"""
+
+
+def test_limbo_modules_are_imported_without_pytest_rewriting_them(
+        project: pytest.Pytester) -> None:
+    info = project.path / "limbo_rewrite_probe-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(METADATA)
+    (info / "RECORD").write_text(RECORD)
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    (project.path / "limbo_rewrite_probe.py").write_text('"""Marks Limbo for rewriting."""\n')
+    project.makeconftest(RECORD_LOADERS)
+
+    result = project.runpytest_subprocess("--experiment", "small", "--collect-only", "-q")
+
+    assert result.ret == pytest.ExitCode.OK
+    loaders = json.loads((project.path / "loaders.json").read_text())
+    assert loaders["limbo_rewrite_probe"] == "AssertionRewritingHook", (
+        "the probe distribution's own module is rewritten, so pytest did mark the distribution")
+    submodules = {name: loader for name, loader in loaders.items()
+                  if name.startswith("limbo_plugin.")}
+    assert "limbo_plugin.plugin.items" in submodules
+    rewritten = [name for name, loader in submodules.items() if loader == "AssertionRewritingHook"]
+    assert rewritten == []
