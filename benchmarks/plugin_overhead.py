@@ -24,6 +24,10 @@ leaves the interpreter as it is, so Limbo, installed editable, compiles its modu
 source in every run while the baseline's libraries load their installed byte code.
 ``--bytecode cached`` lets both sides cache byte code under a temporary
 ``PYTHONPYCACHEPREFIX`` (warmed by one untimed run of each case), as an installed package does.
+
+Each tree's ``*.egg-info`` is reported: a checkout after ``pip install -e .`` holds one, and
+pytest, run from there, treats Limbo's sources as a plugin distribution's. To compare two
+commits as a user's checkout runs them, copy it into both ``git archive`` copies.
 """
 
 from __future__ import annotations
@@ -84,6 +88,14 @@ def instructions(args: list[str], cwd: Path, env: dict[str, str]) -> int:
     return max(counts)
 
 
+def egg_info(tree: Path) -> bool:
+    """Whether ``tree`` holds the ``.egg-info`` an editable install leaves in a checkout. Run
+    from there, pytest sees a distribution listing Limbo's sources, and (before Limbo opted
+    out) rewrote every Limbo module's asserts, compiling them itself on every start-up where
+    it may not write byte code."""
+    return any(tree.glob("*.egg-info"))
+
+
 def load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
@@ -131,6 +143,9 @@ def main() -> None:
             cases["default experiment, -n 2"] = (["-n", "2", f"--limbo-records={records}"],
                                                  ROOT)
             cases["trivial tests, -n 2"] = ([*BARE, "-n", "2"], trivial)
+            if args.before is not None:
+                cases["before: default experiment, -n 2"] = (
+                    ["-n", "2", f"--limbo-records={records}"], args.before.resolve())
         if args.bytecode == "cached":
             for name, (case_args, cwd) in cases.items():
                 measured(case_args, cwd, before_env if name.startswith("before") else env)
@@ -148,6 +163,10 @@ def main() -> None:
                                              if name.startswith("before") else env)
     print(f"{n} items, median of {args.rounds} alternating rounds, byte code {args.bytecode}; "
           f"load average {before} before, {after} after")
+    for label, tree in [("after", ROOT), ("before", args.before)]:
+        if tree is not None:
+            print(f"{label}: {tree} " + ("holds" if egg_info(tree) else "has no") +
+                  " limbo_bench.egg-info (what `pip install -e .` leaves in a checkout)")
     cpu = {name: statistics.median(r.cpu_s for r in values) for name, values in runs.items()}
     wall = {name: statistics.median(r.wall_s for r in values) for name, values in runs.items()}
     print(f"  {'':38} {'CPU s':>7} {'wall s':>7}")
@@ -163,6 +182,9 @@ def main() -> None:
                    "trivial tests, collect")]
     if args.parallel:
         pairs.append(("-n 2", "default experiment, -n 2", "trivial tests, -n 2"))
+        if args.before is not None:
+            pairs.append(("before, -n 2", "before: default experiment, -n 2",
+                          "trivial tests, -n 2"))
     for label, limbo, bare in pairs:
         print(f"ratio {label}: CPU {cpu[limbo] / cpu[bare]:.2f}, "
               f"wall {wall[limbo] / wall[bare]:.2f}  "
