@@ -22,14 +22,18 @@ from pathlib import Path
 
 import pytest
 
-from limbo_plugin.errors import LimboError
-from limbo_plugin.plugin.controller import (
+from limbo_plugin import _skip_pytest_assertion_rewriting
+
+_skip_pytest_assertion_rewriting()  # a script may import limbo_plugin before pytest.main marks it
+
+from limbo_plugin.errors import LimboError  # noqa: E402
+from limbo_plugin.plugin.controller import (  # noqa: E402
     LimboController,
     RunIdToWorkers,
     prepare_controller,
     sync_on_sigterm,
 )
-from limbo_plugin.plugin.items import (
+from limbo_plugin.plugin.items import (  # noqa: E402
     EpisodeFailure,
     EpisodeItem,
     ExperimentFile,
@@ -37,8 +41,8 @@ from limbo_plugin.plugin.items import (
     SpecErrorPolicy,
     keep_shard,
 )
-from limbo_plugin.plugin.options import add_options, check_rootdir
-from limbo_plugin.plugin.settings import STATE, start
+from limbo_plugin.plugin.options import add_options, check_rootdir  # noqa: E402
+from limbo_plugin.plugin.settings import STATE, start  # noqa: E402
 
 
 # -- options -------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ wherever pytest may not write byte code (``PYTHONDONTWRITEBYTECODE``, a read-onl
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -28,8 +29,19 @@ def pytest_collection_finish(session):
 """
 
 
-def test_limbo_modules_are_imported_without_pytest_rewriting_them(
-        project: pytest.Pytester) -> None:
+# A script that imports Limbo first and then runs pytest in the same process: the package's
+# __init__ ran before pytest marked it, so the plugin module must take it out again.
+IMPORT_THEN_RUN = """
+import sys
+
+import limbo_plugin
+import pytest
+
+sys.exit(pytest.main(["--experiment", "small", "--collect-only", "-q"]))
+"""
+
+
+def _probe_project(project: pytest.Pytester) -> None:
     info = project.path / "limbo_rewrite_probe-0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(METADATA)
@@ -38,7 +50,17 @@ def test_limbo_modules_are_imported_without_pytest_rewriting_them(
     (project.path / "limbo_rewrite_probe.py").write_text('"""Marks Limbo for rewriting."""\n')
     project.makeconftest(RECORD_LOADERS)
 
-    result = project.runpytest_subprocess("--experiment", "small", "--collect-only", "-q")
+
+@pytest.mark.parametrize("how", ["pytest", "a script importing limbo_plugin first"])
+def test_limbo_modules_are_imported_without_pytest_rewriting_them(
+        project: pytest.Pytester, how: str) -> None:
+    _probe_project(project)
+
+    if how == "pytest":
+        result = project.runpytest_subprocess("--experiment", "small", "--collect-only", "-q")
+    else:
+        script = project.makepyfile(run_limbo=IMPORT_THEN_RUN)
+        result = project.run(sys.executable, str(script))
 
     assert result.ret == pytest.ExitCode.OK
     loaders = json.loads((project.path / "loaders.json").read_text())
@@ -48,4 +70,6 @@ def test_limbo_modules_are_imported_without_pytest_rewriting_them(
                   if name.startswith("limbo_plugin.")}
     assert "limbo_plugin.plugin.items" in submodules
     rewritten = [name for name, loader in submodules.items() if loader == "AssertionRewritingHook"]
-    assert rewritten == []
+    # Run by pytest, only the package's __init__ goes through the hook; imported first, only the
+    # plugin module (the entry point, imported before it can opt out again).
+    assert rewritten == ([] if how == "pytest" else ["limbo_plugin.plugin"])
