@@ -35,34 +35,12 @@ Names are imported on first use, so ``import limbo_plugin`` stays cheap (the pyt
 
 from __future__ import annotations
 
-import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from limbo_plugin._rewriting import skip_pytest_assertion_rewriting
 
-def _skip_pytest_assertion_rewriting() -> None:
-    """Take this package out of pytest's assertion rewriting before its modules are imported.
-
-    pytest rewrites every module of a distribution that declares a ``pytest11`` entry point (an
-    installed wheel, or an editable install run from its source tree, whose ``.egg-info`` lists
-    the sources). A rewritten module is parsed and compiled by pytest itself, and cached only
-    where pytest may write byte code: with ``PYTHONDONTWRITEBYTECODE`` or a read-only
-    ``site-packages``, every run and every xdist worker compiled all of Limbo again (about
-    0.3 CPU-s per start-up). Limbo's asserts are internal checks that need no rewritten
-    messages. pytest offers no public way to take a package back out, so this reads the import
-    hook's set of marked names; a pytest without it leaves things as they were.
-    """
-    for finder in sys.meta_path:
-        marked = getattr(finder, "_must_rewrite", None)
-        if isinstance(marked, set) and __name__ in marked:
-            marked.discard(__name__)
-            decided = getattr(finder, "_marked_for_rewrite_cache", None)
-            if isinstance(decided, dict):
-                for name in [name for name in decided if name.startswith(__name__ + ".")]:
-                    del decided[name]
-
-
-_skip_pytest_assertion_rewriting()
+skip_pytest_assertion_rewriting()  # before any other module of the package is imported
 
 from limbo_plugin._version import __version__  # noqa: E402
 

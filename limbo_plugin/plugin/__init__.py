@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from limbo_plugin import _skip_pytest_assertion_rewriting
+from limbo_plugin._rewriting import skip_pytest_assertion_rewriting
 
-_skip_pytest_assertion_rewriting()  # a script may import limbo_plugin before pytest.main marks it
+skip_pytest_assertion_rewriting()  # a script may import limbo_plugin before pytest.main marks it
 
 from limbo_plugin.errors import LimboError  # noqa: E402
 from limbo_plugin.plugin.controller import (  # noqa: E402
