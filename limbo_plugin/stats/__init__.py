@@ -27,31 +27,35 @@ imports its reporters on every run, so heavy libraries are imported inside the f
 need them, and normal quantiles come from the standard library.
 """
 
-from limbo_plugin.stats.agreement import (
-    PermutationResult,
-    cohens_kappa,
-    first_action_agreement,
-    permutation_tv_test,
-)
-from limbo_plugin.stats.gee import GeeResult, gee_logit
-from limbo_plugin.stats.independent import tost_independent
-from limbo_plugin.stats.intervals import (
-    RateEstimate,
-    icc_binary,
-    icc_within_cells,
-    kish_effective_n,
-    rate_with_interval,
-    wilson_interval,
-)
-from limbo_plugin.stats.mixed import MixedResult, bayes_mixed_logit
-from limbo_plugin.stats.paired import (
-    TostResult,
-    holm,
-    mcnemar_exact,
-    paired_counts,
-    tost_paired_difference,
-)
-from limbo_plugin.stats.shapley import ShapleyResult, shapley_pseudo_r2
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "GeeResult": "limbo_plugin.stats.gee",
+    "MixedResult": "limbo_plugin.stats.mixed",
+    "PermutationResult": "limbo_plugin.stats.agreement",
+    "RateEstimate": "limbo_plugin.stats.intervals",
+    "ShapleyResult": "limbo_plugin.stats.shapley",
+    "TostResult": "limbo_plugin.stats.paired",
+    "bayes_mixed_logit": "limbo_plugin.stats.mixed",
+    "cohens_kappa": "limbo_plugin.stats.agreement",
+    "first_action_agreement": "limbo_plugin.stats.agreement",
+    "gee_logit": "limbo_plugin.stats.gee",
+    "holm": "limbo_plugin.stats.paired",
+    "icc_binary": "limbo_plugin.stats.intervals",
+    "icc_within_cells": "limbo_plugin.stats.intervals",
+    "kish_effective_n": "limbo_plugin.stats.intervals",
+    "mcnemar_exact": "limbo_plugin.stats.paired",
+    "paired_counts": "limbo_plugin.stats.paired",
+    "permutation_tv_test": "limbo_plugin.stats.agreement",
+    "rate_with_interval": "limbo_plugin.stats.intervals",
+    "shapley_pseudo_r2": "limbo_plugin.stats.shapley",
+    "tost_independent": "limbo_plugin.stats.independent",
+    "tost_paired_difference": "limbo_plugin.stats.paired",
+    "wilson_interval": "limbo_plugin.stats.intervals",
+}
+"""Where each name lives: a name is imported on first use, with its own module only, so the
+summary's intervals do not import the report's regression models with them."""
 
 __all__ = [
     "GeeResult",
@@ -77,3 +81,43 @@ __all__ = [
     "tost_paired_difference",
     "wilson_interval",
 ]
+
+if TYPE_CHECKING:
+    from limbo_plugin.stats.agreement import (
+        PermutationResult,
+        cohens_kappa,
+        first_action_agreement,
+        permutation_tv_test,
+    )
+    from limbo_plugin.stats.gee import GeeResult, gee_logit
+    from limbo_plugin.stats.independent import tost_independent
+    from limbo_plugin.stats.intervals import (
+        RateEstimate,
+        icc_binary,
+        icc_within_cells,
+        kish_effective_n,
+        rate_with_interval,
+        wilson_interval,
+    )
+    from limbo_plugin.stats.mixed import MixedResult, bayes_mixed_logit
+    from limbo_plugin.stats.paired import (
+        TostResult,
+        holm,
+        mcnemar_exact,
+        paired_counts,
+        tost_paired_difference,
+    )
+    from limbo_plugin.stats.shapley import ShapleyResult, shapley_pseudo_r2
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'limbo_plugin.stats' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -44,3 +44,34 @@ def test_intervals_paired_tost_and_the_gates_mcnemar_need_no_scipy() -> None:
 def test_the_probe_detects_a_heavy_import() -> None:
     # Guards the two tests above against a probe that could never see anything.
     assert "scipy" in _loaded_after("import scipy.stats")
+
+
+def _stats_modules_after(code: str) -> list[str]:
+    probe = (f"{code}\nimport json, sys\n"
+             "print(json.dumps(sorted(m for m in sys.modules\n"
+             "                        if m.startswith('limbo_plugin.stats'))))")
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True,
+                         text=True).stdout
+    loaded: list[str] = json.loads(out.strip().splitlines()[-1])
+    return loaded
+
+
+def test_a_name_imports_its_own_module_only() -> None:
+    # The end-of-run summary needs the intervals; the regression models stay unimported.
+    loaded = _stats_modules_after("from limbo_plugin.stats import rate_with_interval")
+    assert "limbo_plugin.stats.intervals" in loaded
+    others = ("gee", "mixed", "shapley", "agreement", "paired", "independent")
+    assert [name for name in others if f"limbo_plugin.stats.{name}" in loaded] == []
+    assert "limbo_plugin.stats.gee" in _stats_modules_after(
+        "from limbo_plugin.stats import gee_logit")
+
+
+def test_every_exported_name_is_its_modules_own() -> None:
+    import importlib
+
+    import limbo_plugin.stats as stats
+
+    for name in stats.__all__:
+        home = importlib.import_module(stats._EXPORTS[name])
+        assert getattr(stats, name) is getattr(home, name), name
+    assert set(stats._EXPORTS) == set(stats.__all__)
