@@ -35,13 +35,13 @@ Names are imported on first use, so ``import limbo_plugin`` stays cheap (the pyt
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from limbo_plugin._rewriting import skip_pytest_assertion_rewriting
 
 skip_pytest_assertion_rewriting()  # before any other module of the package is imported
 
+from limbo_plugin._lazy import lazy_exports  # noqa: E402
 from limbo_plugin._version import __version__  # noqa: E402
 
 _EXPORTS = {
@@ -100,14 +100,4 @@ if TYPE_CHECKING:
     from limbo_plugin.toolapi import ToolCall, ToolResult
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'limbo_plugin' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -13,8 +13,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "limbo_plugin"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("_version", "_rewriting", "errors", "extensions", "extras", "processes", "toolapi",
-              "templating", "stats", "scrubbing")),
+    ("core", ("_version", "_rewriting", "_lazy", "errors", "extensions", "extras", "processes",
+              "toolapi", "templating", "stats", "scrubbing")),
     ("spec vocabulary", ("spec.loader", "spec.models", "spec")),
     ("contracts", ("contracts", "readback")),
     ("world", ("world",)),

@@ -27,8 +27,9 @@ imports its reporters on every run, so heavy libraries are imported inside the f
 need them, and normal quantiles come from the standard library.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from limbo_plugin._lazy import lazy_exports
 
 _EXPORTS = {
     "GeeResult": "limbo_plugin.stats.gee",
@@ -110,14 +111,4 @@ if TYPE_CHECKING:
     from limbo_plugin.stats.shapley import ShapleyResult, shapley_pseudo_r2
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'limbo_plugin.stats' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
