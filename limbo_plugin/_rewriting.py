@@ -17,9 +17,10 @@ def skip_pytest_assertion_rewriting() -> None:
     the sources). A rewritten module is parsed and compiled by pytest itself, and cached only
     where pytest may write byte code: with ``PYTHONDONTWRITEBYTECODE`` or a read-only
     ``site-packages``, every run and every xdist worker compiled all of Limbo again (0.8 G
-    instructions per start-up, ``benchmarks/README.md``). Limbo's asserts are internal checks that need no rewritten
-    messages. pytest offers no public way to take a package back out, so this reads the import
-    hook's set of marked names; a pytest without it leaves things as they were.
+    instructions per start-up, ``benchmarks/README.md``). Limbo's asserts are internal checks
+    that need no rewritten messages. pytest offers no public way to take a package back out, so
+    this reads the import hook's set of marked names; a pytest without it leaves things as they
+    were.
     """
     for finder in sys.meta_path:
         marked = getattr(finder, "_must_rewrite", None)
