@@ -112,6 +112,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.instructions and shutil.which("valgrind") is None:  # before minutes of rounds
         raise SystemExit("--instructions needs valgrind on PATH (apt install valgrind)")
+    if args.before is not None and not (args.before / "limbo_plugin" / "__init__.py").is_file():
+        raise SystemExit(f"--before {args.before}: not a checkout of Limbo (no "
+                         "limbo_plugin/ there); make one with git archive <commit> | tar -x -C DIR")
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ)
         if args.bytecode == "cached":
@@ -126,44 +129,40 @@ def main() -> None:
             f"@pytest.mark.parametrize('i', range({n}))\n"
             "def test_trivial(i):\n    assert True\n")
         records = Path(tmp) / "bench.jsonl"
-        cases = {
-            "default experiment, serial": ([f"--limbo-records={records}"], ROOT),
-            "trivial tests, serial": ([*BARE], trivial),
-            "default experiment, collect": (["--collect-only"], ROOT),
-            "trivial tests, collect": ([*BARE, "--collect-only"], trivial),
+        serial, parallel = [f"--limbo-records={records}"], ["-n", "2", f"--limbo-records={records}"]
+        cases: dict[str, tuple[list[str], Path, dict[str, str]]] = {
+            "default experiment, serial": (serial, ROOT, env),
+            "trivial tests, serial": ([*BARE], trivial, env),
+            "default experiment, collect": (["--collect-only"], ROOT, env),
+            "trivial tests, collect": ([*BARE, "--collect-only"], trivial, env),
         }
-        before_env = dict(env)
-        if args.before is not None:
-            before_dir = args.before.resolve()
-            before_env["PYTHONPATH"] = str(before_dir)
-            cases["before: default experiment, serial"] = ([f"--limbo-records={records}"],
-                                                           before_dir)
-            cases["before: default experiment, collect"] = (["--collect-only"], before_dir)
+        before_dir = args.before.resolve() if args.before is not None else None
+        if before_dir is not None:
+            before_env = {**env, "PYTHONPATH": str(before_dir)}
+            cases["before: default experiment, serial"] = (serial, before_dir, before_env)
+            cases["before: default experiment, collect"] = (["--collect-only"], before_dir,
+                                                            before_env)
         if args.parallel:
-            cases["default experiment, -n 2"] = (["-n", "2", f"--limbo-records={records}"],
-                                                 ROOT)
-            cases["trivial tests, -n 2"] = ([*BARE, "-n", "2"], trivial)
-            if args.before is not None:
-                cases["before: default experiment, -n 2"] = (
-                    ["-n", "2", f"--limbo-records={records}"], args.before.resolve())
+            cases["default experiment, -n 2"] = (parallel, ROOT, env)
+            cases["trivial tests, -n 2"] = ([*BARE, "-n", "2"], trivial, env)
+            if before_dir is not None:
+                cases["before: default experiment, -n 2"] = (parallel, before_dir, before_env)
         if args.bytecode == "cached":
-            for name, (case_args, cwd) in cases.items():
-                measured(case_args, cwd, before_env if name.startswith("before") else env)
+            for case_args, cwd, case_env in cases.values():
+                measured(case_args, cwd, case_env)
         before = load()
         runs: dict[str, list[Run]] = {name: [] for name in cases}
         for _ in range(args.rounds):
-            for name, (case_args, cwd) in cases.items():
-                runs[name].append(measured(case_args, cwd,
-                                           before_env if name.startswith("before") else env))
+            for name, (case_args, cwd, case_env) in cases.items():
+                runs[name].append(measured(case_args, cwd, case_env))
         after = load()
         counted: dict[str, int] = {}
         if args.instructions:
-            for name, (case_args, cwd) in cases.items():
-                counted[name] = instructions(case_args, cwd, before_env
-                                             if name.startswith("before") else env)
+            for name, (case_args, cwd, case_env) in cases.items():
+                counted[name] = instructions(case_args, cwd, case_env)
     print(f"{n} items, median of {args.rounds} alternating rounds, byte code {args.bytecode}; "
           f"load average {before} before, {after} after")
-    for label, tree in [("after", ROOT), ("before", args.before)]:
+    for label, tree in [("after", ROOT), ("before", before_dir)]:
         if tree is not None:
             print(f"{label}: {tree} " + ("holds" if egg_info(tree) else "has no") +
                   " limbo_bench.egg-info (what `pip install -e .` leaves in a checkout)")
