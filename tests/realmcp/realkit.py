@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +112,46 @@ def report_json(log: Path) -> dict[str, Any]:
     done = limbo("proxy", "report", str(log), "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["tools"]
+
+
+@contextmanager
+def http_refusing(status: int, path: str = "/mcp") -> Iterator[str]:
+    """A loopback HTTP endpoint that answers every request to ``path`` with ``status`` (a JSON
+    body that is no JSON-RPC message, as a bearer middleware sends) and any other path with 404;
+    yields the URL of ``path``. The socket listens once the server is built, so a client may
+    connect at once."""
+
+    class Refusing(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            code = status if self.path == path else 404
+            body = json.dumps({"error": "refused", "status": code}).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_DELETE = do_POST
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}{path}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@contextmanager
+def nothing_listening() -> Iterator[str]:
+    """A loopback URL whose port is bound but not listening: a connection to it is refused, and
+    no other process can take the port while the test runs."""
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{bound.getsockname()[1]}/mcp"

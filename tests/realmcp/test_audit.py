@@ -82,6 +82,8 @@ def test_the_table_and_the_http_transport_agree_with_stdio() -> None:
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["tools"] == by_stdio["tools"]
     assert refused.returncode == 2 and "cannot audit" in refused.stderr, refused.stderr
+    assert f"{mcp_url}: answered HTTP 401 Unauthorized" in refused.stderr, refused.stderr
+    assert refused.stderr.count("\n") == 1 and token not in refused.stderr
 
 
 @pytest.mark.parametrize("argv, expected", [
