@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -52,7 +53,9 @@ class EpisodeKey(BaseModel):
 
     @property
     def id(self) -> str:
-        return f"{self.template}-i{self.instance}-{self.focal_write}-{self.fault_mode}"
+        # Interned: a run keeps the id of every episode in several places (the item's name,
+        # what it selected, what it recorded); one copy each, not one per place.
+        return sys.intern(f"{self.template}-i{self.instance}-{self.focal_write}-{self.fault_mode}")
 
 
 RUN_FIELDS = ("agent", "contract", "docs", "instruction", "condition", "operator")
@@ -99,8 +102,9 @@ def make_test_id(episode_id: str, config: object, repeat: int = 0) -> str:
 
 def run_fingerprint(config: object) -> str:
     """One string for a run configuration, or for the configuration a record was run under:
-    what resume and reports use to tell configurations apart."""
-    return "|".join(str(getattr(config, name)) for name in RUN_FIELDS)
+    what resume and reports use to tell configurations apart. Interned: a run keeps one per
+    episode (selected, recorded) and holds few distinct configurations."""
+    return sys.intern("|".join(str(getattr(config, name)) for name in RUN_FIELDS))
 
 
 class FaultReport(Documented):

@@ -3,6 +3,7 @@ expected-failure reason and the template spec it comes from, all derived from th
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from limbo_plugin.experiments.expand import Episode
@@ -32,7 +33,7 @@ def episode_labels(episode: Episode, registry: SpecRegistry) -> EpisodeLabels:
     task = registry.template(key.template).instantiate(key.instance)
     mode = registry.fault_mode(key.fault_mode)
     keywords = {key.template, key.fault_mode, mode.family, config.contract, config.condition,
-                config.agent.replace(":", "-")}
+                sys.intern(config.agent.replace(":", "-"))}  # kept by every item: one copy
     reason = None
     if key.fault_mode != "none":
         focal = registry.catalog(config.contract).get(task.focal(key.focal_write).tool)

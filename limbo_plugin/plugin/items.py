@@ -94,7 +94,6 @@ class ExperimentFile(pytest.File):
                 if marker not in marks:
                     marks[marker] = getattr(pytest.mark, marker)
                 item.add_marker(marks[marker])
-            item.extra_keyword_matches.update(labels.keywords)
             yield item
 
 
@@ -174,6 +173,10 @@ class EpisodeItem(pytest.Item):
         self.record_line: str | None = None
         self.experiment: str | None = None
         self.arm: str | None = None
+        self.labels_keywords = tuple(labels.keywords)
+        """What ``-k`` matches besides the name (:meth:`listextrakeywords`). A tuple: nearly
+        every episode has its own, and a run keeps them all; a set per item
+        (``extra_keyword_matches``) took four times the memory."""
 
     def skip(self, reason: SkipReason, message: str) -> None:
         self.user_properties.append((SKIP_PROPERTY, reason.value))
@@ -257,6 +260,10 @@ class EpisodeItem(pytest.Item):
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
         line = None if self.spec_line is None else self.spec_line - 1
         return Path(self.spec_file or self.path), line, f"episode {self.name}"
+
+    def listextrakeywords(self) -> set[str]:
+        """pytest's extra keywords of the item and its parents, with the episode's labels."""
+        return super().listextrakeywords().union(self.labels_keywords)
 
     def hand_over(self, report: pytest.TestReport) -> None:
         """Put the record's line on the outcome's report and let go of the record: an item
