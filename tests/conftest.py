@@ -30,6 +30,16 @@ preload_what_pytester_must_not_unload()
 SPECS = Path(__file__).resolve().parents[1] / "specs"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # pydantic warns about litellm's own TypedDicts each time their schemas are built; here
+    # that is after every pytester test that imported litellm (it drops the modules, and the
+    # next import builds them again). Nothing of Limbo's, and nothing a user's run shows.
+    config.addinivalue_line(
+        "filterwarnings",
+        r"ignore:Items? '.*' on TypedDict class '\w+' (is|are) using the `ReadOnly` qualifier"
+        r":UserWarning")
+
+
 @pytest.fixture(scope="session")
 def registry() -> SpecRegistry:
     return SpecRegistry.load(SPECS)
