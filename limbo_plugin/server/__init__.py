@@ -5,6 +5,8 @@
 - :mod:`~limbo_plugin.server.mcp_server`: ``limbo mcp``, the official-SDK MCP server a harness
   launches, forwarding ``tools/list`` and ``tools/call`` to the service;
 - :mod:`~limbo_plugin.server.client`: the service's small blocking client;
+- :mod:`~limbo_plugin.server.oversized`: how the client sends a call over the service's body
+  limit, so that the episode still answers and records it as it would in process;
 - :mod:`~limbo_plugin.server.wire`: how tools and results look on the wire.
 
 The fault plan, the ledger, the seeds and the grade never leave the process that runs the

@@ -15,7 +15,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from limbo_plugin.server.wire import CALL_PATH, MAX_BODY_BYTES, TOOLS_PATH
+from limbo_plugin.server.wire import CALL_PATH, MAX_BODY_BYTES, TOOLS_PATH, call_body
 
 
 class SandboxError(Exception):
@@ -54,18 +54,23 @@ class SandboxClient:
             raise SandboxError("the sandbox returned no tool list")
         return tools
 
-    def call(self, name: str, arguments: Any) -> tuple[str, bool]:
-        """The result's canonical text and whether it is a tool error."""
-        # ASCII escapes carry every string an agent can send, a lone surrogate ("\\ud800")
-        # included, to the episode's transport, which answers it with a tool error: encoding it
-        # as UTF-8 here would fail and leave the MCP request without any answer.
-        body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=True)
-        if len(body) > MAX_BODY_BYTES and (refused := refused_call(name, arguments)):
-            body = json.dumps(refused, ensure_ascii=True)
+    def call(self, name: Any, arguments: Any) -> tuple[str, bool]:
+        """The result's canonical text and whether it is a tool error. ``name`` and
+        ``arguments`` go as the agent sent them (a name that is no string too): the episode
+        answers what is wrong with them with the tool error an in-process agent gets."""
+        body, sent = call_body(name, arguments), name
+        if len(body) > MAX_BODY_BYTES:
+            from limbo_plugin.server.oversized import fitted_call
+
+            body, sent = fitted_call(name, arguments)
         reply = self._request("POST", CALL_PATH, body.encode("ascii"))
         text, is_error = reply.get("text"), reply.get("isError")
         if not isinstance(text, str) or not isinstance(is_error, bool):
             raise SandboxError("the sandbox returned a malformed call result")
+        if sent is not name:
+            from limbo_plugin.server.oversized import restored_name
+
+            text = restored_name(text, sent, name)
         return text, is_error
 
     def close(self) -> None:
@@ -94,19 +99,6 @@ class SandboxClient:
                 self._conn.close()
                 self._conn = None
             return _payload(response.status, data)
-
-
-def refused_call(name: str, arguments: Any) -> dict[str, Any] | None:
-    """The call to send when its arguments are over the sandbox's body limit: judged here by
-    the world's own check (arguments within its size limit always fit in the body, so these
-    fail it) and sent as their trace rendering with the verdict (``refused``). ``None`` when
-    they pass it (only a tool name of nearly a megabyte gets here)."""
-    from limbo_plugin.toolapi import normalize_arguments, safe_json
-
-    _, problem = normalize_arguments(arguments)
-    if problem is None:
-        return None
-    return {"name": name, "arguments": safe_json(arguments), "refused": problem}
 
 
 def _payload(status: int, data: bytes) -> dict[str, Any]:

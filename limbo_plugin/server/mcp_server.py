@@ -1,8 +1,11 @@
 """``limbo mcp``: the MCP server a harness launches, forwarding to the sandbox service.
 
 Built on the official SDK's low-level :class:`mcp.server.lowlevel.Server`, which hands
-``tools/call`` arguments over untouched: a malformed call must reach the episode's transport and
-come back as the same tool error the in-process scaffold would see, not be rejected on the way.
+``tools/call`` arguments over untouched (and, through a middleware, a name or arguments its
+validation would refuse): a malformed call must reach the episode's transport and come back as
+the same tool error the in-process scaffold would see, not be rejected on the way. A call too
+large for the sandbox service is sent as what the episode keeps of it
+(:mod:`~limbo_plugin.server.oversized`), and answered and recorded the same way.
 
 It forwards exactly two requests and nothing else — no resources, prompts or logging:
 
@@ -65,48 +68,62 @@ def build_server(client: SandboxClient, name: str = SERVER_NAME) -> Any:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        raw = _RAW_ARGUMENTS.get(_NONE)
-        arguments = raw if raw is not _NONE else (
-            {} if params.arguments is None else params.arguments)
+        raw = _RAW_FIELDS.get({})
+        name = raw.get("name", params.name)
+        arguments = raw.get("arguments", {} if params.arguments is None else params.arguments)
         try:
-            text, is_error = await anyio.to_thread.run_sync(client.call, params.name, arguments)
+            text, is_error = await anyio.to_thread.run_sync(client.call, name, arguments)
         except SandboxError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
-        except Exception as exc:  # whatever the arguments were, the request gets an answer
+        except Exception as exc:  # whatever the call was, the request gets an answer
             raise MCPError(code=types.INTERNAL_ERROR,
                            message=f"the call could not be forwarded: {exc!r}"[:500]) from None
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     is_error=is_error)
 
     server = Server(name, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool)
-    server.middleware.append(_any_arguments)
+    server.middleware.append(_as_sent)
     return server
 
 
-_NONE = object()
-_RAW_ARGUMENTS: contextvars.ContextVar[Any] = contextvars.ContextVar("limbo_raw_arguments")
+_RAW_FIELDS: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("limbo_raw_fields")
 
 
-async def _any_arguments(ctx: Any, call_next: Any) -> Any:
-    """Server middleware: a ``tools/call`` whose ``arguments`` is not an object (a list, a
-    number, a JSON text) reaches :func:`build_server`'s handler as sent, not the SDK's ``-32602``.
+async def _as_sent(ctx: Any, call_next: Any) -> Any:
+    """Server middleware: a ``tools/call`` whose ``name`` is not a string (a number, an object,
+    null) or whose ``arguments`` is not an object (a list, a number, a JSON text) reaches
+    :func:`build_server`'s handler as sent, not the SDK's ``-32602``.
 
-    An in-process agent that sends such arguments gets an ``invalid_arguments`` tool error in
-    its trace (or, for a JSON text, its call parsed); over MCP it must be the same call. The
-    SDK validates ``params`` after the middleware, so the value rides past it in a context
-    variable and ``arguments`` is left out of what the SDK sees."""
+    An in-process agent that sends such a call gets a tool error in its trace (``unknown_tool``,
+    ``invalid_arguments``; or, for a JSON text, its call parsed); over MCP it must be the same
+    call. The SDK validates ``params`` after the middleware, so the fields it would refuse ride
+    past it in a context variable, and it sees an empty name and no ``arguments`` instead. A
+    call with no name at all is the SDK's to refuse: no agent in process can send one."""
     params = ctx.params
     if ctx.method != "tools/call" or not isinstance(params, Mapping):
         return await call_next(ctx)
-    arguments = params.get("arguments")
-    if arguments is None or isinstance(arguments, dict):
+    raw = _unvalidated(params)
+    if not raw:
         return await call_next(ctx)
-    token = _RAW_ARGUMENTS.set(arguments)
+    token = _RAW_FIELDS.set(raw)
     try:
-        without = {k: v for k, v in params.items() if k != "arguments"}
-        return await call_next(dataclasses.replace(ctx, params=without))
+        valid = {k: v for k, v in params.items() if k not in raw}
+        if "name" in raw:
+            valid["name"] = ""
+        return await call_next(dataclasses.replace(ctx, params=valid))
     finally:
-        _RAW_ARGUMENTS.reset(token)
+        _RAW_FIELDS.reset(token)
+
+
+def _unvalidated(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a ``tools/call``'s ``params`` the SDK would refuse, as sent."""
+    raw: dict[str, Any] = {}
+    if "name" in params and not isinstance(params["name"], str):
+        raw["name"] = params["name"]
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        raw["arguments"] = arguments
+    return raw
 
 
 def _snake(annotations: Any) -> dict[str, Any]:

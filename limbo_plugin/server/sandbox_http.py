@@ -260,7 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
             lease.listings += 1
         return {"tools": lease.tools}
 
-    def _call(self, lease: EpisodeLease, request: tuple[str, Any]) -> dict[str, Any]:
+    def _call(self, lease: EpisodeLease, request: tuple[Any, Any]) -> dict[str, Any]:
         name, arguments = request
         with lease.lock:  # one call at a time: the world is single-threaded
             if lease.closed:
@@ -304,7 +304,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Silent: a harness episode makes dozens of calls."""
 
 
-def _parse_call(body: bytes) -> tuple[str, Any]:
+def _parse_call(body: bytes) -> tuple[Any, Any]:
     try:
         payload = json.loads(body or b"null")
     except (ValueError, RecursionError) as exc:
@@ -312,16 +312,17 @@ def _parse_call(body: bytes) -> tuple[str, Any]:
     if not isinstance(payload, dict):
         raise RequestError(400, "bad_request",
                            'the body must be a JSON object {"name": …, "arguments": {…}}')
-    name = payload.get("name")
-    if not isinstance(name, str) or not name:
-        raise RequestError(400, "bad_request", '"name" must be a non-empty string')
+    if "name" not in payload:
+        raise RequestError(400, "bad_request", 'the body has no "name"')
     unknown = set(payload) - {"name", "arguments", "refused"}
     if unknown:
         raise RequestError(400, "bad_request",
                            f"unknown field(s) {', '.join(sorted(unknown))}; "
                            'expected "name" and "arguments" (and "refused")')
-    # Malformed *arguments* are the agent's mistake, not the request's: the transport answers
-    # them with a tool error, exactly as it does for an in-process agent.
+    # A malformed *name* or *arguments* is the agent's mistake, not the request's: the transport
+    # answers it with a tool error (a name that is empty or no string names no tool), exactly as
+    # it does for an in-process agent.
+    name = payload["name"]
     refused = payload.get("refused")
     if refused is not None:  # judged by limbo mcp: too large to send (see RefusedArguments)
         if not isinstance(refused, str) or not refused:

@@ -9,6 +9,7 @@ the in-process scaffold shows (:meth:`~limbo_plugin.toolapi.ToolResult.text`).
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # kept light: ``limbo mcp`` imports this module at every harness start
@@ -25,8 +26,9 @@ does not show in ``ps``)."""
 URL_ENV = "LIMBO_SANDBOX_URL"
 """Environment variable that may carry the sandbox URL to ``limbo mcp``."""
 MAX_BODY_BYTES = 1_000_000
-"""The largest request body the sandbox service reads. ``limbo mcp`` sends a call whose
-arguments would exceed it as :class:`~limbo_plugin.toolapi.RefusedArguments` (``refused``)."""
+"""The largest request body the sandbox service reads. ``limbo mcp`` sends a call that would
+exceed it with what the episode keeps of it (:mod:`~limbo_plugin.server.oversized`): a name
+as its stand-in, arguments as :class:`~limbo_plugin.toolapi.RefusedArguments` (``refused``)."""
 SERVER_NAME = "acme"
 """The MCP server's name: the harness preamble (paper A.2) tells the agent to use only the tools
 of the ``acme`` MCP server, so that is what harnesses call it."""
@@ -40,6 +42,14 @@ def tool_wire(tool: ToolDefinition) -> dict[str, Any]:
         "inputSchema": tool.input_schema,
         "annotations": tool.annotations(),
     }
+
+
+def call_body(name: Any, arguments: Any) -> str:
+    """A call as ``limbo mcp`` posts it: ``name`` and ``arguments`` as the agent sent them.
+    ASCII escapes carry every string an agent can send, a lone surrogate ("\\ud800")
+    included, to the episode, which answers it with a tool error: encoding it as UTF-8 would
+    fail and leave the MCP request without any answer."""
+    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=True)
 
 
 def result_wire(result: ToolResult) -> dict[str, Any]:

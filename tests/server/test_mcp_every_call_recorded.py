@@ -1,23 +1,31 @@
 """Every call a harness makes over MCP is a recorded tool result, the same as in process.
 
-Two kinds of call used to fall between the two: arguments over the sandbox service's body limit
-came back as an MCP error (``-32603 … Broken pipe``) and were missing from the trace, and
-arguments that are not a JSON object got the SDK's ``-32602``. An in-process agent gets an
-``invalid_arguments`` tool error for both, traced and counted; so must a harness. Driven by a raw
-JSON-RPC peer over stdio, so no client library tidies the requests first."""
+Calls of two kinds used to fall between the two: a call over the sandbox service's body limit
+(by its arguments, or by a name of a megabyte), or with an empty name, came back as an MCP error
+(``-32603``: a broken pipe, the service's 413 or 400) and was missing from the trace, and a call
+whose arguments are not a JSON object, or whose name is not a string, got the SDK's ``-32602``.
+An in-process agent gets an ``invalid_arguments`` or ``unknown_tool`` tool error for each, traced
+and counted; so must a harness. Driven by a raw JSON-RPC peer over stdio, so no client library
+tidies the requests first."""
 
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pytest
+from hostile import FUZZ, JSON_LIKE
+from hypothesis import given
+from hypothesis import strategies as st
 from serverkit import in_episode, raw_line, raw_session
 
 from limbo_plugin.agents.base import AgentSession
+from limbo_plugin.records import EpisodeRecord
 from limbo_plugin.server.launch import mcp_launch
+from limbo_plugin.server.oversized import name_stand_in
 from limbo_plugin.server.sandbox_http import shared_sandbox
-from limbo_plugin.server.wire import MAX_BODY_BYTES
+from limbo_plugin.server.wire import MAX_BODY_BYTES, call_body
 
 pytest.importorskip("mcp")
 
@@ -32,31 +40,83 @@ CALLS: list[tuple[str, Any]] = [
     ("wait", '{"seconds": 3}'),                     # a JSON text: parsed, as in process
     ("tickets_create", TICKET),                    # and the episode goes on to its fault
 ]
+NAMES: list[tuple[Any, Any]] = [
+    ("n" * MAX_BODY_BYTES, {}),                     # a megabyte of name
+    ("é" * 200_000 + "'", {"seconds": 1}),          # over the limit once escaped; repr quotes "
+    (["tickets_create"] * 70_000, {}),              # no string, and over the limit
+    ("x" * MAX_BODY_BYTES, {**TICKET, "description": "x" * (2 * MAX_BODY_BYTES)}),  # both
+    (42, {}),
+    ({"tool": "wait"}, {"seconds": 1}),
+    (None, {}),
+    ("", {}),
+    ("tickets_create", TICKET),                    # and the episode goes on to its fault
+]
 
 
-def _over_mcp(session: AgentSession) -> list[dict[str, Any]]:
+def _over_mcp(calls: list[tuple[Any, Any]], session: AgentSession) -> list[dict[str, Any]]:
     with shared_sandbox().episode(session) as lease:
         requests = [raw_line({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
                               "params": {"name": name, "arguments": arguments}})
-                    for n, (name, arguments) in enumerate(CALLS)]
+                    for n, (name, arguments) in enumerate(calls)]
         replies = raw_session(mcp_launch(lease.url, lease.token), requests,
-                              expect_ids={10 + n for n in range(len(CALLS))}, in_turn=True)
-        return [replies[10 + n] for n in range(len(CALLS))]
+                              expect_ids={10 + n for n in range(len(calls))}, in_turn=True)
+        return [replies[10 + n] for n in range(len(calls))]
 
 
-def _in_process(session: AgentSession) -> list[tuple[str, bool]]:
-    return [(r.text(), r.is_error) for r in (session.call(n, a) for n, a in CALLS)]
+def _in_process(calls: list[tuple[Any, Any]], session: AgentSession) -> list[tuple[str, bool]]:
+    return [(r.text(), r.is_error) for r in (session.call(n, a) for n, a in calls)]
 
 
-def test_oversized_and_non_object_arguments_are_the_same_recorded_tool_errors() -> None:
-    replies, remote = in_episode(_over_mcp)
-    local_results, local = in_episode(_in_process)
+def _both_ways(calls: list[tuple[Any, Any]]
+               ) -> tuple[list[tuple[str, bool]], EpisodeRecord, EpisodeRecord]:
+    """The results over MCP, and the records of the episode over MCP and in process; the
+    results are asserted to be those in process, byte for byte."""
+    replies, remote = in_episode(partial(_over_mcp, calls))
+    local_results, local = in_episode(partial(_in_process, calls))
     assert all("result" in reply for reply in replies), [r.get("error") for r in replies]
     results = [(r["result"]["content"][0]["text"], r["result"]["isError"]) for r in replies]
     assert results == local_results
-    kinds = [json.loads(text).get("error", {}).get("type") for text, _ in results]
-    assert kinds == ["invalid_arguments"] * 6 + [None, "timeout"]  # the episode's lost ack
+    return results, remote, local
+
+
+def _kinds(results: list[tuple[str, bool]]) -> list[str | None]:
+    return [json.loads(text).get("error", {}).get("type") for text, _ in results]
+
+
+def test_oversized_and_non_object_arguments_are_the_same_recorded_tool_errors() -> None:
+    results, remote, local = _both_ways(CALLS)
+    assert _kinds(results) == ["invalid_arguments"] * 6 + [None, "timeout"]  # the lost ack
     assert "too large" in results[0][0] and "not list" in results[3][0]
     assert remote.trace == local.trace
     assert remote.ledger == local.ledger
     assert remote.tool_calls == local.tool_calls == len(CALLS)
+
+
+def test_oversized_and_non_string_names_are_the_same_recorded_unknown_tool_errors() -> None:
+    results, remote, local = _both_ways(NAMES)
+    assert _kinds(results) == ["unknown_tool"] * 8 + ["timeout"]
+    assert repr(NAMES[0][0]) in results[0][0]  # the whole name, quoted back as in process
+    assert remote.trace == local.trace
+    assert max(len(entry.tool) for entry in remote.trace) == 200  # kept as in process
+    assert remote.ledger == local.ledger
+    assert remote.tool_calls == local.tool_calls == len(NAMES)
+
+
+QUOTED = st.text(st.sampled_from("'\"\\a\né\U0001f600\ud800"), max_size=80)
+"""Names whose ``repr`` depends on which quotes they hold, and escapes characters."""
+
+
+@FUZZ
+@given(name=st.one_of(JSON_LIKE, QUOTED, st.lists(QUOTED, max_size=4),
+                      st.dictionaries(QUOTED, QUOTED, max_size=4)),
+       budget=st.integers(min_value=0, max_value=60))
+def test_a_stand_in_reads_as_its_name_for_as_long_as_a_trace_shows_it(name: Any,
+                                                                       budget: int) -> None:
+    """What a trace keeps of a name is cut from its ``repr``: a stand-in's reads the same for
+    its budget, runs past it (so both are cut, and marked so, alike), and travels as JSON."""
+    stand_in = name_stand_in(name, budget)
+    if stand_in is name:
+        return
+    assert repr(stand_in)[:budget] == repr(name)[:budget]
+    assert len(repr(stand_in)) > budget and len(repr(name)) > budget
+    assert repr(json.loads(call_body(stand_in, {}))["name"]) == repr(stand_in)
