@@ -112,6 +112,22 @@ def tool_error(kind: str, message: str, **extra: Any) -> ToolResult:
     return ToolResult({"error": {"type": kind, "message": message, **extra}}, is_error=True)
 
 
+def parsed_arguments(arguments: Any) -> Any:
+    """A JSON-text argument object parsed (so the trace, and the behaviour coder reading it,
+    see structured arguments whichever way an agent passed them); anything else unchanged for
+    the transport to accept or reject. What an agent session does with every call, and
+    ``limbo mcp`` with a call too large to forward, so both record the same."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            return arguments
+        return value if isinstance(value, dict) else arguments
+    return arguments
+
+
 def normalize_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
     """A detached JSON copy of ``arguments`` as an object, or an error message.
 

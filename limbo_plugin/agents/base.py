@@ -8,7 +8,6 @@ which goes down through the conditions and the fault transport to the world.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from limbo_plugin.conditions.base import PromptChanges
 from limbo_plugin.errors import EpisodeOver, LimboError
 from limbo_plugin.records import HarnessRun, TraceEntry, Usage
-from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult, safe_json
+from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult, parsed_arguments, safe_json
 
 if TYPE_CHECKING:
     from limbo_plugin.contracts import ToolDefinition
@@ -167,8 +166,8 @@ class AgentSession:
         index, start = self._trace.reserve(), self._world.clock.now
         seq = self.calls + 1  # counted here, so a call a condition intercepts keeps its number
         self._trace.serving = seq
-        call = ToolCall(name=name, arguments=_own_copy(_parsed(arguments)), origin="agent",
-                        call_id=call_id, seq=seq)
+        call = ToolCall(name=name, arguments=_own_copy(parsed_arguments(arguments)),
+                        origin="agent", call_id=call_id, seq=seq)
         result = self._caller.call(call)
         self._trace.add(index, start, self._world.clock.now, "agent", call, result)
         self.calls += 1
@@ -208,18 +207,3 @@ def _json_copy(value: Any) -> Any:
     if kind is list:
         return [_json_copy(item) for item in value]
     return copy.deepcopy(value)
-
-
-def _parsed(arguments: Any) -> Any:
-    """A JSON-text argument object parsed (so the trace, and the behaviour coder reading it,
-    see structured arguments whichever way an agent passed them); anything else unchanged for
-    the transport to accept or reject."""
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):
-        try:
-            value = json.loads(arguments) if arguments.strip() else {}
-        except (ValueError, RecursionError):
-            return arguments
-        return value if isinstance(value, dict) else arguments
-    return arguments

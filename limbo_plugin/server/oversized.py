@@ -27,6 +27,7 @@ from limbo_plugin.toolapi import (
     MAX_RENDERED_CHARS,
     canonical_json,
     normalize_arguments,
+    parsed_arguments,
     safe_json,
 )
 
@@ -52,7 +53,8 @@ def refused_call(name: Any, arguments: Any) -> dict[str, Any] | None:
     """The call to send when its arguments are over the sandbox's body limit: judged here by
     the world's own check (arguments within its size limit always fit in the body, so these
     fail it) and sent as their trace rendering with the verdict (``refused``). ``None`` when
-    they pass it."""
+    they pass it. A JSON text is parsed first, as the agent's session parses it."""
+    arguments = parsed_arguments(arguments)
     _, problem = normalize_arguments(arguments)
     if problem is None:
         return None

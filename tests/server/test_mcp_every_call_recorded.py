@@ -38,6 +38,7 @@ CALLS: list[tuple[str, Any]] = [
     ("wait", 7),
     ("wait", "not json at all"),
     ("wait", '{"seconds": 3}'),                     # a JSON text: parsed, as in process
+    ("tickets_create", json.dumps({**TICKET, "description": "y" * (2 * MAX_BODY_BYTES)})),
     ("tickets_create", TICKET),                    # and the episode goes on to its fault
 ]
 NAMES: list[tuple[Any, Any]] = [
@@ -85,8 +86,10 @@ def _kinds(results: list[tuple[str, bool]]) -> list[str | None]:
 
 def test_oversized_and_non_object_arguments_are_the_same_recorded_tool_errors() -> None:
     results, remote, local = _both_ways(CALLS)
-    assert _kinds(results) == ["invalid_arguments"] * 6 + [None, "timeout"]  # the lost ack
+    assert _kinds(results) == ["invalid_arguments"] * 6 + [None, "invalid_arguments",
+                                                           "timeout"]  # the lost ack
     assert "too large" in results[0][0] and "not list" in results[3][0]
+    assert isinstance(remote.trace[7].arguments, dict)  # an oversized JSON text, parsed
     assert remote.trace == local.trace
     assert remote.ledger == local.ledger
     assert remote.tool_calls == local.tool_calls == len(CALLS)
