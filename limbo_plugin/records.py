@@ -53,9 +53,7 @@ class EpisodeKey(BaseModel):
 
     @property
     def id(self) -> str:
-        # Interned: a run keeps the id of every episode in several places (the item's name,
-        # what it selected, what it recorded); one copy each, not one per place.
-        return sys.intern(f"{self.template}-i{self.instance}-{self.focal_write}-{self.fault_mode}")
+        return f"{self.template}-i{self.instance}-{self.focal_write}-{self.fault_mode}"
 
 
 RUN_FIELDS = ("agent", "contract", "docs", "instruction", "condition", "operator")
