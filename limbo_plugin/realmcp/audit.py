@@ -321,13 +321,19 @@ def exit_status(document: dict[str, Any]) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the audit as JSON")
+    parser.add_argument("--rules", default=None, help="evidence rules (default: the "
+                        "audit_rules.yaml Limbo ships)")
+    add_server_arguments(parser)
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--url``, ``--header`` and ``-- COMMAND ARGS…``: the server, named alike by every tool
+    that works on one (:func:`~limbo_plugin.realmcp.upstream.upstream_from_args` reads them)."""
     parser.add_argument("--url", default=None, help="a streamable HTTP server instead of a "
                         "command")
     parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                         help="an HTTP header for --url (repeatable)")
-    parser.add_argument("--json", action="store_true", help="print the audit as JSON")
-    parser.add_argument("--rules", default=None, help="evidence rules (default: the "
-                        "audit_rules.yaml Limbo ships)")
     parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="the stdio server to start")
 

@@ -10,6 +10,10 @@ can be checked on a team's own stack::
         --call create_entities '{"entities": […]}' [--config guard.yaml] \\
         -- limbo proxy --inject timeout_post -- mcp-server-memory
 
+A streamable HTTP server is ``--url URL [--header 'Name: value']`` instead of the command, as
+for ``limbo audit``. A server that cannot be reached, refuses a request (its HTTP status is
+named) or fails a call is one line on stderr and exit status 2.
+
 The general tools of the benchmark are answered here, not by the server: ``finish`` ends the
 plan, ``wait`` sleeps, and ``escalate_to_human`` has no operator to reach (the policy then lists
 the operation as uncertain).
@@ -29,7 +33,13 @@ from limbo_plugin.agents.scripted import POLICIES, ScriptedAgent
 from limbo_plugin.contracts import ToolDefinition
 from limbo_plugin.realmcp.config import ConfigError, GuardConfig, definitions, load_config
 from limbo_plugin.realmcp.results import to_tool_result
-from limbo_plugin.realmcp.upstream import Upstream, UpstreamError, connect, list_tools
+from limbo_plugin.realmcp.upstream import (
+    Upstream,
+    UpstreamError,
+    call_tool,
+    connect,
+    list_tools,
+)
 from limbo_plugin.toolapi import ToolResult, tool_error
 
 if TYPE_CHECKING:
@@ -63,11 +73,12 @@ class ServerSession:
     """What a scripted policy needs of a session, on an MCP client (calls from a worker
     thread into the client's event loop)."""
 
-    def __init__(self, client: Any, tools: dict[str, ToolDefinition], plan: Plan,
-                 result: DriveResult) -> None:
+    def __init__(self, client: Any, upstream: Upstream, tools: dict[str, ToolDefinition],
+                 plan: Plan, result: DriveResult) -> None:
         self.shared_task = plan
         self.instruction = ""
         self._client = client
+        self._upstream = upstream
         self._tools = tools
         self._result = result
 
@@ -91,8 +102,8 @@ class ServerSession:
         elif name == "escalate_to_human":
             answer = tool_error("unavailable", "no operator can be reached from this server")
         else:
-            answer = to_tool_result(anyio.from_thread.run(self._client.call_tool, name,
-                                                          arguments))
+            answer = to_tool_result(anyio.from_thread.run(call_tool, self._client,
+                                                          self._upstream, name, arguments))
         self._result.calls.append((name, arguments, answer))
         return answer
 
@@ -109,7 +120,7 @@ async def drive(policy: str, upstream: Upstream, steps: list[tuple[str, dict[str
         listed = await list_tools(client, upstream)
         tools = definitions(listed, config or GuardConfig())
         plan = Plan([Step(f"step{i}", tool, args) for i, (tool, args) in enumerate(steps, 1)])
-        session = ServerSession(client, tools, plan, result)
+        session = ServerSession(client, upstream, tools, plan, result)
         agent = ScriptedAgent(policy)
         await anyio.to_thread.run_sync(agent.run, cast("AgentSession", session))
     return result
@@ -118,7 +129,7 @@ async def drive(policy: str, upstream: Upstream, steps: list[tuple[str, dict[str
 def main(argv: Sequence[str] | None = None) -> int:
     import anyio
 
-    from limbo_plugin.realmcp.audit import command_after_dashes
+    from limbo_plugin.realmcp.audit import add_server_arguments, command_after_dashes
     from limbo_plugin.realmcp.upstream import upstream_from_args
 
     parser = argparse.ArgumentParser(prog="python -m limbo_plugin.realmcp.drive",
@@ -127,15 +138,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--call", nargs=2, action="append", required=True,
                         metavar=("TOOL", "JSON_ARGS"), help="a plan step (repeatable)")
     parser.add_argument("--config", default=None, help="the guard's config (audit output)")
-    parser.add_argument("--url", default=None)
-    parser.add_argument("server_command", nargs=argparse.REMAINDER)
+    add_server_arguments(parser)
     args = parser.parse_args(argv)
     try:
         steps = [(tool, json.loads(text)) for tool, text in args.call]
-        upstream = upstream_from_args(command_after_dashes(args.server_command), args.url, [])
+        upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
+                                      args.header)
         done = anyio.run(drive, args.policy, upstream, steps, load_config(args.config))
-    except (ValueError, ConfigError, UpstreamError) as exc:
+    except (ValueError, ConfigError) as exc:
         print(f"drive: {exc}", file=sys.stderr)
+        return 2
+    except UpstreamError as exc:
+        print(f"drive: cannot drive {exc}", file=sys.stderr)
         return 2
     for name, arguments, answer in done.calls:
         print(f"{name} {json.dumps(arguments)} -> {answer.text()[:200]}")

@@ -1,10 +1,11 @@
 """Connecting to the MCP server a tool works on: a command Limbo starts (stdio) or a URL.
 
-Every failure to start it, to complete the handshake or to list its tools becomes one
-:class:`UpstreamError` line naming the server and what went wrong, with the tail of what the
-server wrote to stderr (that is usually where it says why). A URL has no stderr to read: there
-the line names the HTTP status the endpoint answered the handshake with, or that nothing accepted
-the connection, and what would fix it.
+Every failure to start it, to complete the handshake, to list its tools or to make a call
+becomes one :class:`UpstreamError` line naming the server and what went wrong, with the tail of
+what the server wrote to stderr (that is usually where it says why). A URL has no stderr to read:
+there the line names the HTTP status the endpoint refused the failing request with (the
+handshake, or a request after it: a token may expire mid-session), or that nothing accepted the
+connection, and what would fix it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -36,22 +38,41 @@ class UpstreamError(Exception):
 
 @dataclass
 class HttpAnswers:
-    """The first HTTP error status the endpoint answered one of the client's POSTs with.
+    """The HTTP error statuses the endpoint answered the client's POSTs with, counted.
 
     The SDK turns a refused POST into a JSON-RPC error of its own ("Server returned an error
     response", or "Not Found") and drops the status, which is what tells a missing token from a
     wrong path. A response hook on the SDK's HTTP client keeps it, so nothing depends on the
-    wording of the SDK's messages and no second request is made to find out.
+    wording of the SDK's messages and no second request is made to find out. A failure is
+    explained only by a status recorded while the failing request ran: take :attr:`refused`
+    before it and ask :meth:`first_since` after, so an earlier refusal (a probe the SDK fell
+    back from) is never blamed for a later, unrelated failure.
     """
 
-    status: int | None = None
+    refused: int = 0
+    """How many POSTs the endpoint has refused so far (the mark :meth:`first_since` takes)."""
+    recent: deque[int] = field(default_factory=lambda: deque(maxlen=16))
+    """The latest refusals' statuses: bounded, as a long-lived proxy may see many."""
 
     async def record(self, response: httpx2.Response) -> None:
         """The hook: MCP messages travel by POST, so only a POST's refusal explains a failure
         (a GET for the optional event stream may be refused by servers that work)."""
-        if (self.status is None and response.request.method == "POST"
-                and response.status_code >= 400):
-            self.status = response.status_code
+        if response.request.method == "POST" and response.status_code >= 400:
+            self.refused += 1
+            self.recent.append(response.status_code)
+
+    def first_since(self, mark: int) -> int | None:
+        """The first status recorded after ``mark`` refusals (the earliest still kept when more
+        came since), or None when the endpoint refused nothing since."""
+        new = self.refused - mark
+        if new <= 0:
+            return None
+        return self.recent[max(0, len(self.recent) - new)]
+
+
+_OPEN: dict[int, HttpAnswers] = {}
+"""The answers of each client :func:`connect` has open, by ``id``: the callers pass only the
+SDK's client around (which is unhashable), and a request made on it reads them here."""
 
 
 @dataclass(frozen=True)
@@ -73,12 +94,14 @@ class Upstream:
 
 
 def parse_headers(values: Sequence[str]) -> dict[str, str]:
-    """``--header 'Name: value'`` options as a dict; a malformed one is a :class:`ValueError`."""
+    """``--header 'Name: value'`` options as a dict; a malformed one is a :class:`ValueError`
+    that does not quote it (without its colon, the name cannot be told from a token)."""
     headers: dict[str, str] = {}
-    for value in values:
+    for number, value in enumerate(values, 1):
         name, sep, rest = value.partition(":")
         if not sep or not name.strip():
-            raise ValueError(f"--header {value!r} is not 'Name: value'")
+            raise ValueError(f"--header number {number} is not 'Name: value' (not shown: it "
+                             f"may hold a token)")
         headers[name.strip()] = rest.strip()
     return headers
 
@@ -114,13 +137,17 @@ async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S
             async with Client(_transport(upstream, errlog, answers),
                               read_timeout_seconds=timeout_s) as client:
                 connected = True
-                yield client
-        except UpstreamError:
-            raise
+                _OPEN[id(client)] = answers
+                try:
+                    yield client
+                finally:
+                    del _OPEN[id(client)]
         except Exception as exc:
-            # a status explains a failed handshake only: once connected, a refused tool call
-            # says nothing about why something later went wrong
-            status = None if connected else answers.status
+            if isinstance(innermost(exc), UpstreamError):  # already one line, maybe grouped
+                raise innermost(exc) from None
+            # a status explains a failed handshake only: once connected, a request that names
+            # its own status does so through `requesting`
+            status = None if connected else answers.first_since(0)
             raise UpstreamError(f"{upstream.describe()}: "
                                 f"{_failure(upstream, exc, status, errlog)}") from None
 
@@ -143,16 +170,43 @@ def _transport(upstream: Upstream, errlog: Any, answers: HttpAnswers) -> Any:
 
 async def list_tools(client: Any, upstream: Upstream) -> list[Any]:
     """Every tool the server lists (following pagination); a failure is one line."""
-    try:
+    async with requesting(client, upstream, "cannot list its tools"):
         result = await client.list_tools()
         tools = list(result.tools)
         while getattr(result, "next_cursor", None):
             result = await client.list_tools(cursor=result.next_cursor)
             tools.extend(result.tools)
-    except Exception as exc:
-        raise UpstreamError(f"{upstream.describe()}: cannot list its tools: "
-                            f"{describe(exc)}") from None
     return tools
+
+
+async def call_tool(client: Any, upstream: Upstream, name: str,
+                    arguments: dict[str, Any]) -> Any:
+    """The server's answer to one call (a tool's error answer included); a failure to get one
+    is one line."""
+    async with requesting(client, upstream, f"calling {name}"):
+        return await client.call_tool(name, arguments)
+
+
+@asynccontextmanager
+async def requesting(client: Any, upstream: Upstream, doing: str) -> AsyncIterator[None]:
+    """Requests to a connected server whose failure is one line, ``URL: doing: why``.
+
+    Over HTTP ``why`` is the status the endpoint refused a POST with while they ran (a token
+    that expired mid-session, an endpoint that guards some methods only), else the SDK's error.
+    The requests run one at a time here (listing, then a policy's calls), so a refusal counted
+    in between is theirs.
+    """
+    answers = _OPEN.get(id(client))
+    mark = answers.refused if answers else 0
+    try:
+        yield
+    except UpstreamError:
+        raise
+    except Exception as exc:
+        status = answers.first_since(mark) if answers else None
+        why = (describe(exc) if status is None
+               else http_refusal(status, upstream.headers, exc, connected=True))
+        raise UpstreamError(f"{upstream.describe()}: {doing}: {why}") from None
 
 
 def _failure(upstream: Upstream, exc: BaseException, status: int | None, errlog: Any) -> str:
@@ -166,11 +220,16 @@ def _failure(upstream: Upstream, exc: BaseException, status: int | None, errlog:
     return f"{describe(exc)}{stderr_tail(errlog)}"
 
 
-def http_refusal(status: int, headers: dict[str, str], exc: BaseException) -> str:
-    """One line for an endpoint that answered the handshake with ``status``: what it means for
-    an MCP client and what fixes it. Whether an ``Authorization`` header was given decides the
-    advice; its value is a secret and never appears."""
+def http_refusal(status: int, headers: dict[str, str], exc: BaseException, *,
+                 connected: bool = False) -> str:
+    """One line for an endpoint that refused a request with ``status``: what it means for an
+    MCP client and what fixes it. Whether an ``Authorization`` header was given decides the
+    advice; its value is a secret and never appears. Once ``connected`` the path has answered,
+    so a 404 there is the session the server ended, not a wrong path."""
     answered = f"answered HTTP {status} {_phrase(status)}".rstrip()
+    if connected and status == HTTPStatus.NOT_FOUND:
+        return (f"{answered}: the server no longer knows the session (it restarted or ended "
+                f"it); run the command again")
     with_token = any(name.lower() == "authorization" for name in headers)
     if status == HTTPStatus.UNAUTHORIZED:
         if with_token:
@@ -204,12 +263,17 @@ def _could_not_connect(exc: BaseException) -> bool:
     return isinstance(exc, httpx2.ConnectError)
 
 
+def innermost(exc: BaseException) -> BaseException:
+    """The single cause a group of task failures wraps (its first, if it holds several): the
+    SDK's task groups wrap whatever a request or the caller's block raised."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
 def describe(exc: BaseException) -> str:
     """The innermost single cause of ``exc``, one line."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    if isinstance(exc, BaseExceptionGroup):
-        exc = exc.exceptions[0]
+    exc = innermost(exc)
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 

@@ -58,6 +58,13 @@ def limbo(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
                           timeout=HANG_S)
 
 
+def drive_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m limbo_plugin.realmcp.drive ARGS…`` as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "limbo_plugin.realmcp.drive", *args],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=HANG_S)
+
+
 def audit_json(command: list[str], env: dict[str, str] | None = None
                ) -> tuple[int, dict[str, Any]]:
     done = limbo("audit", "--json", "--", *command, env=env)
@@ -115,37 +122,116 @@ def report_json(log: Path) -> dict[str, Any]:
 
 
 @contextmanager
-def http_refusing(status: int, path: str = "/mcp") -> Iterator[str]:
-    """A loopback HTTP endpoint that answers every request to ``path`` with ``status`` (a JSON
-    body that is no JSON-RPC message, as a bearer middleware sends) and any other path with 404;
-    yields the URL of ``path``. The socket listens once the server is built, so a client may
-    connect at once."""
-
-    class Refusing(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length") or 0))
-            code = status if self.path == path else 404
-            body = json.dumps({"error": "refused", "status": code}).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_DELETE = do_POST
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+def _loopback(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served on a loopback port in a thread; yields ``http://127.0.0.1:PORT``. The
+    socket listens once the server is built, so a client may connect at once."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}{path}"
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+class _Answering(BaseHTTPRequestHandler):
+    """What the loopback endpoints share: a JSON answer, and no access log on stderr."""
+
+    def answer(self, code: int, document: Any = None) -> None:
+        body = b"" if document is None else json.dumps(document).encode()
+        self.send_response(code)
+        if body:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def read_body(self) -> Any:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        try:
+            return json.loads(raw or b"null")
+        except ValueError:
+            return None
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def http_refusing(status: int, path: str = "/mcp") -> Iterator[str]:
+    """A loopback HTTP endpoint that answers every request to ``path`` with ``status`` (a JSON
+    body that is no JSON-RPC message, as a bearer middleware sends) and any other path with 404;
+    yields the URL of ``path``."""
+
+    class Refusing(_Answering):
+        def do_POST(self) -> None:
+            self.read_body()
+            code = status if self.path == path else 404
+            self.answer(code, {"error": "refused", "status": code})
+
+        do_GET = do_DELETE = do_POST
+
+    with _loopback(Refusing) as base:
+        yield base + path
+
+
+STUB_TOOL = {"name": "echo", "description": "Answers with its arguments.",
+             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+
+
+@contextmanager
+def mcp_stub(*, refuse: dict[str, int] | None = None, errors: dict[str, str] | None = None,
+             token: str | None = None) -> Iterator[str]:
+    """A loopback streamable HTTP endpoint that speaks just enough MCP for a client to connect
+    (the legacy ``initialize`` handshake), list one tool (``echo``) and call it: what a real
+    server does up to the point a test wants it to refuse. A request whose method is in
+    ``refuse`` is answered with that HTTP status instead (a token that expires mid-session, an
+    endpoint that guards ``tools/list`` alone), one in ``errors`` with a JSON-RPC error of that
+    message (a failure that is no refusal); with ``token``, a POST without
+    ``Authorization: Bearer TOKEN`` is answered 401."""
+    refuse, errors = refuse or {}, errors or {}
+
+    class Stub(_Answering):
+        def do_POST(self) -> None:
+            message = self.read_body()
+            method = message.get("method") if isinstance(message, dict) else None
+            if token is not None and self.headers.get("authorization") != f"Bearer {token}":
+                self.answer(401, {"error": "invalid_token"})
+            elif method in refuse:
+                self.answer(refuse[method], {"error": "refused"})
+            elif not isinstance(message, dict) or "id" not in message:
+                self.answer(202)  # a notification
+            elif method in errors:
+                self.answer(200, {"jsonrpc": "2.0", "id": message["id"],
+                                  "error": {"code": -32603, "message": errors[method]}})
+            else:
+                self.answer(200, {"jsonrpc": "2.0", "id": message["id"],
+                                  **_stub_result(method, message.get("params") or {})})
+
+        def do_GET(self) -> None:  # no server-initiated stream: allowed by the transport
+            self.answer(405)
+
+        do_DELETE = do_GET
+
+    with _loopback(Stub) as base:
+        yield base + "/mcp"
+
+
+def _stub_result(method: str | None, params: dict[str, Any]) -> dict[str, Any]:
+    """The stub's answer to one request: ``result`` or ``error`` (an unknown method, which is
+    how the client's probe for a newer protocol learns to fall back to ``initialize``)."""
+    if method == "initialize":
+        return {"result": {"protocolVersion": params.get("protocolVersion"),
+                           "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "stub", "version": "0"}}}
+    if method == "tools/list":
+        return {"result": {"tools": [STUB_TOOL]}}
+    if method == "tools/call":
+        text = json.dumps(params.get("arguments") or {})
+        return {"result": {"content": [{"type": "text", "text": text}], "isError": False}}
+    return {"error": {"code": -32601, "message": f"method not found: {method}"}}
 
 
 @contextmanager
