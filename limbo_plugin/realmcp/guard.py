@@ -37,6 +37,7 @@ from limbo_plugin.realmcp.results import to_mcp_result, to_tool_result
 from limbo_plugin.realmcp.upstream import (
     Upstream,
     UpstreamError,
+    call_tool,
     connect,
     describe,
     list_tools,
@@ -102,8 +103,8 @@ class UpstreamTransport:
     """The innermost caller: each call goes to the upstream server (from the guard's worker
     thread into the event loop that owns the client)."""
 
-    def __init__(self, client: Any, timeout_s: float) -> None:
-        self.client, self.timeout_s = client, timeout_s
+    def __init__(self, client: Any, upstream: Upstream, timeout_s: float) -> None:
+        self.client, self.upstream, self.timeout_s = client, upstream, timeout_s
 
     def call(self, call: ToolCall) -> ToolResult:
         import anyio.from_thread
@@ -114,6 +115,10 @@ class UpstreamTransport:
         except TimeoutError:
             return tool_error("timeout", f"the upstream server did not answer within "
                               f"{self.timeout_s:g}s")
+        except UpstreamError as exc:  # one line: the call and the status it was refused with
+            # without the server's address, which is the operator's (a URL may carry a secret)
+            why = str(exc).removeprefix(f"{self.upstream.describe()}: ")
+            return tool_error("upstream", f"the call could not be forwarded: {why}")
         except Exception as exc:
             return tool_error("upstream", f"the call could not be forwarded: {describe(exc)}")
         return to_tool_result(result)
@@ -121,17 +126,17 @@ class UpstreamTransport:
     async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
         import anyio
 
-        with anyio.fail_after(self.timeout_s):
-            return await self.client.call_tool(name, arguments)
+        with anyio.fail_after(self.timeout_s):  # a refusal names its HTTP status (one at a time)
+            return await call_tool(self.client, self.upstream, name, arguments)
 
 
-def build(client: Any, listed: list[Any], config: GuardConfig, *, timeout_s: float,
-          without: Sequence[str] = ()) -> Any:
+def build(client: Any, upstream: Upstream, listed: list[Any], config: GuardConfig, *,
+          timeout_s: float, without: Sequence[str] = ()) -> Any:
     """The guard's caller chain over ``client`` (the same assembly as ``--condition guard``)."""
     from limbo_plugin.conditions.base import HarnessEnv
     from limbo_plugin.conditions.guard import build_guard
 
-    transport = UpstreamTransport(client, timeout_s)
+    transport = UpstreamTransport(client, upstream, timeout_s)
     clock: Any = (UpstreamWaitClock(transport, config.wait_tool) if config.wait_tool
                   else WallClock())
     env = HarnessEnv(tools=definitions(listed, config), world=cast(Any, _ClockHolder(clock)))
@@ -153,7 +158,7 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
         if unknown and not args.allow_missing:
             raise ConfigError(f"{args.config}: names tools the server does not list: "
                               f"{', '.join(unknown[:5])} (--allow-missing to go on)")
-        guard = build(client, tools, config, timeout_s=args.call_timeout,
+        guard = build(client, upstream, tools, config, timeout_s=args.call_timeout,
                       without=args.without)
         lock = threading.Lock()  # one call at a time: the guard remembers what it sent
 

@@ -132,6 +132,7 @@ async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S
 
     answers = HttpAnswers()
     connected = False
+    raised_by_caller: list[BaseException] = []
     with tempfile.TemporaryFile("w+") as errlog:
         try:
             async with Client(_transport(upstream, errlog, answers),
@@ -140,11 +141,18 @@ async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S
                 _OPEN[id(client)] = answers
                 try:
                     yield client
+                except Exception as exc:
+                    if not _from_the_client(exc):
+                        raised_by_caller.append(exc)
+                    raise
                 finally:
                     del _OPEN[id(client)]
         except Exception as exc:
-            if isinstance(innermost(exc), UpstreamError):  # already one line, maybe grouped
-                raise innermost(exc) from None
+            cause = innermost(exc)
+            if isinstance(cause, UpstreamError):  # already one line, maybe grouped
+                raise cause from None
+            if raised_by_caller and cause is raised_by_caller[0]:
+                raise cause from None  # the caller's own error (a config naming unknown tools)
             # a status explains a failed handshake only: once connected, a request that names
             # its own status does so through `requesting`
             status = None if connected else answers.first_since(0)
@@ -261,6 +269,17 @@ def _could_not_connect(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return any(_could_not_connect(inner) for inner in exc.exceptions)
     return isinstance(exc, httpx2.ConnectError)
+
+
+_CLIENT_PACKAGES = ("mcp", "mcp_types", "httpx", "httpx2", "httpcore", "httpcore2", "anyio")
+
+
+def _from_the_client(exc: BaseException) -> bool:
+    """Whether ``exc``, raised in the caller's block, came from the MCP client or its transport
+    (a request the block made directly): that is the server's failure, worded as one line here.
+    Anything else the block raised is the caller's own, and reaches it unchanged."""
+    cause = innermost(exc)
+    return type(cause).__module__.split(".")[0] in _CLIENT_PACKAGES
 
 
 def innermost(exc: BaseException) -> BaseException:

@@ -9,6 +9,7 @@ token-protected server is checked end to end in ``test_audit``."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -165,3 +166,31 @@ def test_a_malformed_header_is_not_printed(run) -> None:
     line = _one_line(run(*args, "--url", "http://127.0.0.1:9/mcp", "--header",
                          f"Bearer {TOKEN}"))
     assert "--header number 1 is not 'Name: value'" in line and TOKEN not in line
+
+
+def test_the_callers_own_error_is_not_blamed_on_the_server(tmp_path) -> None:
+    """A guard config naming a tool the server does not list is the config's fault: its line
+    names the file, not ``cannot guard URL: ConfigError``."""
+    config = tmp_path / "guard.yaml"
+    config.write_text("tools:\n  - tool: nope\n    writes: true\n")
+    with mcp_stub() as url:
+        line = _one_line(limbo("guard", "--url", url, "--config", str(config)))
+    assert line.startswith(f"limbo guard: {config}: names tools the server does not list: "
+                           "nope"), line
+    assert "cannot guard" not in line
+
+
+def test_a_call_the_guard_forwards_names_the_status_it_was_refused_with() -> None:
+    """``limbo guard`` answers a forwarded call the server refused with a tool error; that
+    error names the HTTP status, as a refused listing does (the guard sends one call at a
+    time, so the status is that call's). The agent behind the guard is not told the server's
+    address."""
+    with mcp_stub(token=TOKEN, refuse={"tools/call": 401}) as url:
+        done = drive_cli("--policy", "no_retry", "--call", "echo", "{}", "--",
+                         sys.executable, "-m", "limbo_plugin.cli", "guard", "--url", url,
+                         "--header", BEARER)
+    assert done.returncode == 0, done.stderr
+    assert ("the call could not be forwarded: calling echo: answered HTTP 401 Unauthorized: "
+            "it refused the Authorization header given") in done.stdout, done.stdout
+    assert TOKEN not in done.stdout + done.stderr
+    assert url not in done.stdout  # the agent is not told where the server is
