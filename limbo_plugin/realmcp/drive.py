@@ -21,7 +21,6 @@ the operation as uncertain).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -129,11 +128,12 @@ async def drive(policy: str, upstream: Upstream, steps: list[tuple[str, dict[str
 def main(argv: Sequence[str] | None = None) -> int:
     import anyio
 
+    from limbo_plugin.cli.common import OneLineParser
     from limbo_plugin.realmcp.audit import add_server_arguments, command_after_dashes
     from limbo_plugin.realmcp.upstream import upstream_from_args
 
-    parser = argparse.ArgumentParser(prog="python -m limbo_plugin.realmcp.drive",
-                                     description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m limbo_plugin.realmcp.drive",
+                           description=__doc__.split("\n\n")[0])
     parser.add_argument("--policy", required=True, choices=POLICIES)
     parser.add_argument("--call", nargs=2, action="append", required=True,
                         metavar=("TOOL", "JSON_ARGS"), help="a plan step (repeatable)")
@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_server_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        steps = [(tool, json.loads(text)) for tool, text in args.call]
+        steps = plan_steps(args.call)
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
         done = anyio.run(drive, args.policy, upstream, steps, load_config(args.config))
@@ -154,6 +154,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, arguments, answer in done.calls:
         print(f"{name} {json.dumps(arguments)} -> {answer.text()[:200]}")
     return 0
+
+
+def plan_steps(calls: Sequence[Sequence[str]]) -> list[tuple[str, dict[str, Any]]]:
+    """``--call TOOL JSON_ARGS`` options as plan steps; arguments that are not a JSON object
+    are a :class:`ValueError` naming the step."""
+    steps = []
+    for number, (tool, text) in enumerate(calls, 1):
+        try:
+            arguments = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"--call number {number} ({tool}): its arguments are not JSON "
+                             f"({exc})") from None
+        if not isinstance(arguments, dict):
+            raise ValueError(f"--call number {number} ({tool}): its arguments must be a JSON "
+                             f"object, not {type(arguments).__name__}")
+        steps.append((tool, arguments))
+    return steps
 
 
 if __name__ == "__main__":

@@ -160,6 +160,21 @@ def test_drive_names_a_call_refused_mid_session() -> None:
     assert TOKEN not in line
 
 
+@pytest.mark.parametrize(("call", "problem"), [
+    ("notjson", "--call number 1 (echo): its arguments are not JSON (Expecting value"),
+    ("[1]", "--call number 1 (echo): its arguments must be a JSON object, not list"),
+])
+def test_drive_names_a_call_whose_arguments_are_no_object(call: str, problem: str) -> None:
+    line = _one_line(drive_cli("--policy", "no_retry", "--call", "echo", call, "--url",
+                               "http://127.0.0.1:9/mcp"))
+    assert line.startswith(f"drive: {problem}"), line
+
+
+def test_a_drive_usage_error_is_one_line() -> None:
+    line = _one_line(drive_cli("--policy", "nope", "--call", "echo", "{}"))
+    assert "argument --policy: invalid choice: 'nope'" in line and "--help" in line
+
+
 @pytest.mark.parametrize("run", [limbo, drive_cli], ids=["audit", "drive"])
 def test_a_malformed_header_is_not_printed(run) -> None:
     args = ["--policy", "blind_retry", "--call", "echo", "{}"] if run is drive_cli else ["audit"]
