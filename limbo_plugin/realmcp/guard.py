@@ -117,8 +117,7 @@ class UpstreamTransport:
                               f"{self.timeout_s:g}s")
         except UpstreamError as exc:  # one line: the call and the status it was refused with
             # without the server's address, which is the operator's (a URL may carry a secret)
-            why = str(exc).removeprefix(f"{self.upstream.describe()}: ")
-            return tool_error("upstream", f"the call could not be forwarded: {why}")
+            return tool_error("upstream", f"the call could not be forwarded: {exc.problem}")
         except Exception as exc:
             return tool_error("upstream", f"the call could not be forwarded: {describe(exc)}")
         return to_tool_result(result)

@@ -33,7 +33,13 @@ TOKEN_OPTION = "--header 'Authorization: Bearer …'"
 
 
 class UpstreamError(Exception):
-    """The server could not be started, connected to or listed (one line)."""
+    """The server could not be started, connected to or listed (one line): ``server: problem``.
+    :attr:`problem` is the line without the server (its command or URL), for a message that
+    should not show where the server is."""
+
+    def __init__(self, server: str, problem: str) -> None:
+        super().__init__(f"{server}: {problem}")
+        self.problem = problem
 
 
 @dataclass
@@ -156,8 +162,8 @@ async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S
             # a status explains a failed handshake only: once connected, a request that names
             # its own status does so through `requesting`
             status = None if connected else answers.first_since(0)
-            raise UpstreamError(f"{upstream.describe()}: "
-                                f"{_failure(upstream, exc, status, errlog)}") from None
+            raise UpstreamError(upstream.describe(),
+                                _failure(upstream, exc, status, errlog)) from None
 
 
 def _transport(upstream: Upstream, errlog: Any, answers: HttpAnswers) -> Any:
@@ -214,7 +220,7 @@ async def requesting(client: Any, upstream: Upstream, doing: str) -> AsyncIterat
         status = answers.first_since(mark) if answers else None
         why = (describe(exc) if status is None
                else http_refusal(status, upstream.headers, exc, connected=True))
-        raise UpstreamError(f"{upstream.describe()}: {doing}: {why}") from None
+        raise UpstreamError(upstream.describe(), f"{doing}: {why}") from None
 
 
 def _failure(upstream: Upstream, exc: BaseException, status: int | None, errlog: Any) -> str:
