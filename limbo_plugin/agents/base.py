@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from limbo_plugin.conditions.base import PromptChanges
 from limbo_plugin.errors import EpisodeOver, LimboError
 from limbo_plugin.records import HarnessRun, TraceEntry, Usage
-from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult, parsed_arguments, safe_json
+from limbo_plugin.toolapi import (
+    RefusedArguments,
+    ToolCall,
+    ToolCaller,
+    ToolResult,
+    normalize_arguments,
+    parsed_arguments,
+    safe_json,
+)
 
 if TYPE_CHECKING:
     from limbo_plugin.contracts import ToolDefinition
@@ -187,11 +195,20 @@ class AgentSession:
 def _own_copy(arguments: Any) -> Any:
     """The arguments as they were when the call was made: what the agent changes in its own
     dict afterwards reaches neither the world nor the record. What cannot be copied is kept
-    as a safe rendering (the world answers it with a tool error)."""
+    as a safe rendering (the world answers it with a tool error).
+
+    Arguments nested too deep to copy (hundreds of levels) go as :class:`RefusedArguments`:
+    their rendering is cut at a depth the world accepts, so sent as the arguments it would be
+    checked as a different, shallower call than the agent made."""
     try:
         return _json_copy(arguments)
     except Exception:  # an object that refuses to be copied: a rendering of it, never a crash
-        return safe_json(arguments)
+        rendering = safe_json(arguments)
+        try:
+            _, problem = normalize_arguments(arguments)
+        except Exception:
+            return rendering
+        return rendering if problem is None else RefusedArguments(rendering, problem)
 
 
 _ATOMS = (str, int, float, bool, type(None))
