@@ -26,7 +26,10 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import anyio
 
 TRANSPORTS = ("stdio", "streamable-http")
 MCP_PATH = "/mcp"
@@ -117,8 +120,14 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        from limbo_plugin.server.deep_lines import claimed_stdin
+
+        with claimed_stdin() as lines:
+            # The SDK only iterates its stdin; the lines come as the SDK's parser can read them.
+            stdin = cast("anyio.AsyncFile[str]", lines)
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream,
+                                 server.create_initialization_options())
         return
     import uvicorn
 

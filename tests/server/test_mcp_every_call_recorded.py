@@ -26,6 +26,7 @@ from limbo_plugin.server.launch import mcp_launch
 from limbo_plugin.server.oversized import name_stand_in
 from limbo_plugin.server.sandbox_http import shared_sandbox
 from limbo_plugin.server.wire import MAX_BODY_BYTES, call_body
+from limbo_plugin.toolapi import nesting_exceeds
 
 pytest.importorskip("mcp")
 
@@ -123,3 +124,88 @@ def test_a_stand_in_reads_as_its_name_for_as_long_as_a_trace_shows_it(name: Any,
     assert repr(stand_in)[:budget] == repr(name)[:budget]
     assert len(repr(stand_in)) > budget and len(repr(name)) > budget
     assert repr(json.loads(call_body(stand_in, {}))["name"]) == repr(stand_in)
+
+
+def _nested(depth: int, bottom: Any = "bottom") -> Any:
+    value = bottom
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+DEEP_ARGUMENTS = [150, 600, 20_000]
+"""Arguments nested this many levels deep under ``"description"``: within the SDK parser's
+limit (about 200 levels), beyond it, and far beyond it."""
+
+
+def _deep_call_line(request_id: int, depth: int) -> bytes:
+    """A ``tools/call`` whose description nests ``depth`` lists deep, written out as text:
+    ``json.dumps`` itself cannot write it under the default recursion limit."""
+    head = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                       "params": {"name": "tickets_create",
+                                  "arguments": {**TICKET, "description": None}}})
+    cut = head.index("null")
+    text = head[:cut] + "[" * depth + '"bottom"' + "]" * depth + head[cut + len("null"):]
+    return (text + "\n").encode()
+
+
+def _deep_over_mcp(session: AgentSession) -> list[dict[str, Any]]:
+    with shared_sandbox().episode(session) as lease:
+        requests = [_deep_call_line(10 + n, depth) for n, depth in enumerate(DEEP_ARGUMENTS)]
+        requests.append(raw_line({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                                  "params": {"name": "tickets_create", "arguments": TICKET}}))
+        replies = raw_session(mcp_launch(lease.url, lease.token), requests,
+                              expect_ids={10, 11, 12, 99}, in_turn=True)
+        return [replies[request_id] for request_id in (10, 11, 12, 99)]
+
+
+def _deep_in_process(session: AgentSession) -> list[tuple[str, bool]]:
+    calls = [{**TICKET, "description": _nested(depth)} for depth in DEEP_ARGUMENTS]
+    results = [session.call("tickets_create", arguments) for arguments in calls]
+    results.append(session.call("tickets_create", TICKET))
+    return [(result.text(), result.is_error) for result in results]
+
+
+def test_arguments_nested_past_the_sdk_parser_are_answered_and_recorded_as_in_process() -> None:
+    """The SDK's parser drops a line nested about 200 levels deep, so such a call went
+    unanswered and its client waited for ever; now it is refused as in process, and the
+    record is the in-process record."""
+    replies, remote = in_episode(_deep_over_mcp)
+    local_results, local = in_episode(_deep_in_process)
+    assert all("result" in reply for reply in replies), [r.get("error") for r in replies]
+    results = [(r["result"]["content"][0]["text"], r["result"]["isError"]) for r in replies]
+    assert results == local_results
+    assert _kinds(results) == ["invalid_arguments"] * 3 + ["timeout"]  # the lost ack
+    assert all("levels deep" in text for text, _ in results[:3])
+    assert remote.trace == local.trace
+    assert remote.ledger == local.ledger
+
+
+def test_a_name_nested_past_the_sdk_parser_is_answered_as_an_unknown_tool() -> None:
+    line = ('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": '
+            + "[" * 1000 + "]" * 1000 + ', "arguments": {}}}\n').encode()
+
+    def over_mcp(session: AgentSession) -> dict[str, Any]:
+        with shared_sandbox().episode(session) as lease:
+            return raw_session(mcp_launch(lease.url, lease.token), [line], {5})[5]
+
+    reply, record = in_episode(over_mcp)
+    assert reply["result"]["isError"] is True
+    assert _kinds([(reply["result"]["content"][0]["text"], True)]) == ["unknown_tool"]
+    assert record.tool_calls == 1
+
+
+def test_in_process_arguments_too_deep_to_copy_are_refused_as_too_deep() -> None:
+    """The session copies what an agent sends; arguments too deep to copy used to go on as
+    their rendering, cut to a depth the world accepts, so the service checked another call
+    than the one made (``[[[…]]] is not of type 'string'``)."""
+    def call(session: AgentSession) -> Any:
+        return session.call("tickets_create", {**TICKET, "description": _nested(5000)}).error
+
+    error, record = in_episode(call)
+    assert error == {"type": "invalid_arguments",
+                     "message": "tickets_create: arguments nest more than 32 levels deep"}
+    kept = record.trace[0].arguments  # the rendering, cut where a trace cuts
+    assert kept["title"] == TICKET["title"] and "…" in json.dumps(kept, ensure_ascii=False)
+    assert not nesting_exceeds(kept, 40)
+    assert record.tool_calls == 1 and not record.ledger

@@ -1,0 +1,124 @@
+"""Stdio lines nested deeper than the MCP SDK's JSON parser reads, made readable so that they
+are still answered.
+
+The SDK parses each stdio line with pydantic's JSON parser, which gives up past about 200
+levels of nesting; such a line is dropped unanswered, and a client that awaits its id waits
+forever. An agent can send one: a tool's arguments nested 600 levels deep. In process, the
+episode answers those arguments with a tool error (they nest more than
+:data:`~limbo_plugin.toolapi.MAX_ARGUMENT_DEPTH` levels) and records them cut at that depth.
+
+So before the SDK reads a line, every container nested deeper than :data:`LINE_DEPTH` is
+emptied. The arguments of a call that this changes nest more than
+:data:`~limbo_plugin.toolapi.MAX_ARGUMENT_DEPTH` levels either way: the episode refuses them with
+the same error and records the same rendering, which never shows that depth. A line that is
+not JSON is passed on as it came, for the SDK to drop as before.
+
+A tool *name* nested that deep (not a string, so no tool) is recorded with its nesting cut at
+that depth, where its ``repr``'s first characters show it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from io import TextIOWrapper
+from typing import Any
+
+import pydantic_core
+
+LINE_DEPTH = 128
+"""The deepest nesting a line keeps: well within the SDK parser's limit (about 200), and far
+beyond :data:`~limbo_plugin.toolapi.MAX_ARGUMENT_DEPTH` at the depth where a call's arguments
+begin (3: message, ``params``, ``arguments``)."""
+
+_OPENERS = "[{"
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+"""A JSON string (skipped whole: brackets inside it are text), or a bracket."""
+
+
+def readable_line(line: str, limit: int = LINE_DEPTH) -> str:
+    """``line`` itself, or, when it nests deeper than the SDK parser reads, ``line`` with every
+    container deeper than ``limit`` emptied. Only a line with more than ``limit`` brackets can
+    nest that deep, and counting them is cheap; only then is it parsed to see."""
+    if line.count("[") + line.count("{") <= limit:
+        return line
+    try:
+        pydantic_core.from_json(line)
+    except ValueError as error:
+        if "recursion limit" not in str(error):
+            return line  # not JSON: the SDK drops it, as it would have
+    else:
+        return line
+    cut = emptied_below(line, limit)
+    try:
+        pydantic_core.from_json(cut)
+    except ValueError:
+        return line
+    return cut
+
+
+def emptied_below(text: str, limit: int) -> str:
+    """``text`` with each container that opens deeper than ``limit`` replaced by an empty one
+    of its kind (``[]`` or ``{}``). Brackets inside strings are left alone."""
+    kept: list[str] = []
+    depth = 0
+    resume = 0  # where the text after the last emptied container starts
+    emptied_at = 0  # the depth of the container being emptied, or 0
+    for token in _TOKEN.finditer(text):
+        bracket = token.group()
+        if bracket[0] == '"':
+            continue
+        if bracket in _OPENERS:
+            depth += 1
+            if depth > limit and not emptied_at:
+                kept.append(text[resume:token.start()])
+                kept.append("[]" if bracket == "[" else "{}")
+                emptied_at = depth
+            continue
+        if emptied_at and depth == emptied_at:
+            resume = token.end()
+            emptied_at = 0
+        depth -= 1
+    if emptied_at:
+        return text  # unbalanced: not JSON, left as it came
+    kept.append(text[resume:])
+    return "".join(kept)
+
+
+class ReadableLines:
+    """Lines of a text stream as :func:`readable_line` makes them: what the SDK's stdio server
+    iterates in place of the process's standard input."""
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async for line in self._source:
+            yield readable_line(line)
+
+
+@contextmanager
+def claimed_stdin() -> Iterator[ReadableLines]:
+    """The process's standard input as :class:`ReadableLines`, with descriptor 0 pointed at the
+    null device meanwhile (as the SDK does when it reads standard input itself): a handler or
+    a child process that reads it gets end of file, never a client's message."""
+    import anyio
+
+    wire = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    # Never closed: a reader thread may still be blocked in it when the server stops, and
+    # closing a buffered reader waits for its lock. It does not own ``wire`` (closefd=False).
+    raw = open(wire, "rb", closefd=False)  # noqa: SIM115
+    text = TextIOWrapper(raw, encoding="utf-8", errors="replace")
+    try:
+        yield ReadableLines(anyio.wrap_file(text))
+    finally:
+        os.dup2(wire, 0)
+        os.close(wire)
