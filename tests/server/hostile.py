@@ -50,11 +50,23 @@ JSON_LIKE = st.recursive(
     max_leaves=30)
 
 
+class Deep(dict[str, Any]):
+    """A value nested hundreds of levels deep that reads as how it was made: a failing example
+    holding it is printed (and Hypothesis's printer recurses once per level)."""
+
+    depth = 0
+
+    def __repr__(self) -> str:
+        return f"deeply_nested({self.depth})"
+
+
 def deeply_nested(depth: int) -> Any:
     value: Any = "bottom"
     for _ in range(depth):
         value = {"a": [value]}
-    return value
+    outer = Deep(value)
+    outer.depth = depth
+    return outer
 
 
 HOSTILE = st.one_of(JSON_LIKE, HUGE_TEXT, st.sampled_from([

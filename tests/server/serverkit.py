@@ -38,15 +38,25 @@ class Probe:
     def __init__(self, body: Callable[[AgentSession], Any]) -> None:
         self.body = body
         self.result: Any = None
+        self.error: BaseException | None = None
 
     def run(self, session: AgentSession) -> None:
-        self.result = self.body(session)
+        try:
+            self.result = self.body(session)
+        except Exception as error:
+            self.error = error  # the episode records a crashed agent; the test must fail
+            raise
 
 
 def in_episode(body: Callable[[AgentSession], Any], key: EpisodeKey = LOST_ACK,
                config: RunConfig | None = None) -> tuple[Any, EpisodeRecord]:
+    """Run ``body`` as the agent of one episode; its result and the episode's record. What
+    ``body`` raises (a failed assertion inside it) is raised here, not left as the record's
+    crashed agent."""
     probe = Probe(body)
     record = run_episode(key, config or RunConfig(), agent=probe, registry=REGISTRY)
+    if probe.error is not None:
+        raise probe.error
     return probe.result, record
 
 
