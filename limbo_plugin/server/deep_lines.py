@@ -13,6 +13,9 @@ emptied. The arguments of a call that this changes nest more than
 the same error and records the same rendering, which never shows that depth. A line that is
 not JSON is passed on as it came, for the SDK to drop as before.
 
+Only ``limbo mcp`` reads its lines so: a proxy or a guard would forward the emptied call to a
+real server, which would act on another call than the one made.
+
 A tool *name* nested that deep (not a string, so no tool) is recorded with its nesting cut at
 that depth, where its ``repr``'s first characters show it.
 """

@@ -139,7 +139,7 @@ def _version() -> str:
 
 
 async def serve_stdio(client: SandboxClient) -> None:
-    await serve(build_server(client), "stdio", label="limbo mcp")
+    await serve(build_server(client), "stdio", label="limbo mcp", empty_deep_lines=True)
 
 
 async def serve_http(client: SandboxClient, host: str, port: int, token: str,

@@ -115,11 +115,22 @@ def http_app(server: Any, host: str, port: int, token: str | None) -> Any:
 
 
 async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0.1",
-                port: int = 0, token: str | None = None, allow_remote: bool = False) -> None:
-    """Serve ``server`` until its client leaves (stdio) or the process is stopped (HTTP)."""
+                port: int = 0, token: str | None = None, allow_remote: bool = False,
+                empty_deep_lines: bool = False) -> None:
+    """Serve ``server`` until its client leaves (stdio) or the process is stopped (HTTP).
+
+    ``empty_deep_lines`` (stdio): read each line as :func:`~limbo_plugin.server.deep_lines.
+    readable_line` makes it, so that one nested past the SDK parser's limit is answered. Only
+    for ``limbo mcp``, whose episode refuses such arguments whatever their depth; a proxy or a
+    guard would forward the emptied call, not the one made, to a real server."""
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
+        if not empty_deep_lines:
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream,
+                                 server.create_initialization_options())
+            return
         from limbo_plugin.server.deep_lines import claimed_stdin
 
         with claimed_stdin() as lines:
