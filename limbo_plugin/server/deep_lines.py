@@ -125,3 +125,69 @@ def claimed_stdin() -> Iterator[ReadableLines]:
     finally:
         os.dup2(wire, 0)
         os.close(wire)
+
+
+READ_BODY_BYTES = 1_000_000
+"""The largest HTTP body read here to be made readable: it is read before the SDK checks the
+bearer token, so a request that may be anyone's costs this much memory at most. A deeper body
+than that gets the SDK's own answer, a JSON-RPC parse error (HTTP 400)."""
+
+
+class ReadableBodies:
+    """ASGI middleware: the body of a POST, as :func:`readable_line` makes it, for ``limbo
+    mcp``'s streamable-HTTP endpoint, where the SDK would answer a body nested past its
+    parser's limit with a parse error that no episode records. Bodies with a
+    ``Content-Length`` of at most :data:`READ_BODY_BYTES`; others pass untouched."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        length = _content_length(scope) if scope["type"] == "http" else None
+        if scope.get("method") != "POST" or length is None or length > READ_BODY_BYTES:
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more and len(body) <= READ_BODY_BYTES:
+            message = await receive()
+            if message["type"] != "http.request":  # the client left: nothing to answer
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        readable = body if more else _readable_body(body)  # more: longer than it said
+        if readable is not body:
+            headers = [(name, value) for name, value in scope["headers"]
+                       if name.lower() != b"content-length"]
+            scope = {**scope, "headers": [*headers,
+                                          (b"content-length", str(len(readable)).encode())]}
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": readable, "more_body": more}
+
+        await self.app(scope, replay, send)
+
+
+def _content_length(scope: Any) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _readable_body(body: bytes) -> bytes:
+    """``body`` itself, or, when it is UTF-8 nested past the SDK parser's limit, its
+    readable form."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body
+    readable = readable_line(text)
+    return body if readable is text else readable.encode("utf-8")

@@ -147,7 +147,7 @@ async def serve_http(client: SandboxClient, host: str, port: int, token: str,
     """Serve streamable HTTP on ``host:port`` (0 picks a free port); the URL goes to stderr.
     Every request must carry the episode's token as ``Authorization: Bearer``."""
     await serve(build_server(client), "streamable-http", label="limbo mcp", host=host,
-                port=port, token=token, allow_remote=allow_remote)
+                port=port, token=token, allow_remote=allow_remote, empty_deep_lines=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

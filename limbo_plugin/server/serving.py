@@ -119,10 +119,11 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
                 empty_deep_lines: bool = False) -> None:
     """Serve ``server`` until its client leaves (stdio) or the process is stopped (HTTP).
 
-    ``empty_deep_lines`` (stdio): read each line as :func:`~limbo_plugin.server.deep_lines.
-    readable_line` makes it, so that one nested past the SDK parser's limit is answered. Only
-    for ``limbo mcp``, whose episode refuses such arguments whatever their depth; a proxy or a
-    guard would forward the emptied call, not the one made, to a real server."""
+    ``empty_deep_lines``: read each stdio line, or HTTP body, as :func:`~limbo_plugin.server.
+    deep_lines.readable_line` makes it, so that one nested past the SDK parser's limit is
+    answered as a tool call. Only for ``limbo mcp``, whose episode refuses such arguments
+    whatever their depth; a proxy or a guard would forward the emptied call, not the one made,
+    to a real server."""
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
@@ -150,6 +151,10 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
     sock.listen(socket.SOMAXCONN)
     bound = sock.getsockname()[1]
     app = http_app(server, host, bound, token)
+    if empty_deep_lines:
+        from limbo_plugin.server.deep_lines import ReadableBodies
+
+        app = ReadableBodies(app)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     literal = f"[{host}]" if ":" in host else host
     print(f"{label}: serving streamable HTTP at http://{literal}:{bound}{MCP_PATH}",

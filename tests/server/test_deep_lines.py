@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pydantic_core
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from limbo_plugin.server.deep_lines import LINE_DEPTH, emptied_below, readable_line
+from limbo_plugin.server.deep_lines import (
+    LINE_DEPTH,
+    READ_BODY_BYTES,
+    ReadableBodies,
+    emptied_below,
+    readable_line,
+)
 
 
 def _depth(value: object) -> int:
@@ -73,3 +80,47 @@ def _pruned(value: object, limit: int) -> object:
     if isinstance(value, dict):
         return "dict" if limit == 0 else {k: _pruned(v, limit - 1) for k, v in value.items()}
     return value
+
+
+def _through(body_chunks: list[bytes], declared: int | None, method: str = "POST"
+             ) -> tuple[bytes, dict[bytes, bytes]]:
+    """What an app behind :class:`ReadableBodies` receives of a request sent in chunks."""
+    import anyio
+
+    seen: dict[str, Any] = {}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        seen["body"], seen["headers"] = body, dict(scope["headers"])
+
+    pending = [{"type": "http.request", "body": chunk, "more_body": n < len(body_chunks) - 1}
+               for n, chunk in enumerate(body_chunks)]
+
+    async def receive() -> Any:
+        return pending.pop(0)
+
+    headers = [] if declared is None else [(b"content-length", str(declared).encode())]
+    scope = {"type": "http", "method": method, "headers": headers}
+    anyio.run(ReadableBodies(app), scope, receive, None)
+    return seen["body"], seen["headers"]
+
+
+DEEP_BODY = ('{"id": 1, "params": {"x": ' + "[" * 300 + "]" * 300 + "}}").encode()
+
+
+def test_a_deep_body_reaches_the_app_readable_with_its_new_length() -> None:
+    body, headers = _through([DEEP_BODY[:100], DEEP_BODY[100:]], len(DEEP_BODY))
+    assert pydantic_core.from_json(body)["id"] == 1
+    assert headers[b"content-length"] == str(len(body)).encode() and len(body) < len(DEEP_BODY)
+
+
+def test_bodies_not_read_here_reach_the_app_whole_and_untouched() -> None:
+    assert _through([DEEP_BODY], None)[0] == DEEP_BODY  # no Content-Length
+    assert _through([DEEP_BODY], len(DEEP_BODY), method="GET")[0] == DEEP_BODY
+    big = [DEEP_BODY, b" " * READ_BODY_BYTES, b" " * 10]  # longer than it said
+    body, headers = _through(big, len(DEEP_BODY))
+    assert body == b"".join(big) and headers[b"content-length"] == str(len(DEEP_BODY)).encode()

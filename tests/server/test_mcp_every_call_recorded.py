@@ -10,9 +10,11 @@ tidies the requests first."""
 
 from __future__ import annotations
 
+import http.client
 import json
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from hostile import FUZZ, JSON_LIKE
@@ -22,7 +24,7 @@ from serverkit import in_episode, raw_line, raw_session
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.records import EpisodeRecord
-from limbo_plugin.server.launch import mcp_launch
+from limbo_plugin.server.launch import mcp_http_server, mcp_launch
 from limbo_plugin.server.oversized import name_stand_in
 from limbo_plugin.server.sandbox_http import shared_sandbox
 from limbo_plugin.server.wire import MAX_BODY_BYTES, call_body
@@ -30,6 +32,9 @@ from limbo_plugin.toolapi import nesting_exceeds
 
 pytest.importorskip("mcp")
 
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "prober", "version": "0"}}}
 TICKET = {"project": "OPS", "title": "[SEV3] disk", "description": "d"}
 CALLS: list[tuple[str, Any]] = [
     ("tickets_create", {**TICKET, "description": "x" * (2 * MAX_BODY_BYTES)}),   # ASCII
@@ -209,3 +214,45 @@ def test_in_process_arguments_too_deep_to_copy_are_refused_as_too_deep() -> None
     assert kept["title"] == TICKET["title"] and "…" in json.dumps(kept, ensure_ascii=False)
     assert not nesting_exceeds(kept, 40)
     assert record.tool_calls == 1 and not record.ledger
+
+
+def _post(url: str, text: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        conn.request("POST", parts.path, body=text, headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            **headers})
+        response = conn.getresponse()
+        return (response.status, {k.lower(): v for k, v in response.getheaders()},
+                response.read().decode())
+    finally:
+        conn.close()
+
+
+def test_arguments_nested_past_the_sdk_parser_over_http_are_answered_as_in_process() -> None:
+    """Over streamable HTTP the SDK answered such a body with a parse error (HTTP 400) that
+    no episode recorded; without the token it is still refused, deep or not."""
+    def over_http(session: AgentSession) -> dict[str, Any]:
+        with shared_sandbox().episode(session) as lease, \
+                mcp_http_server(lease.url, lease.token) as url:
+            token = {"Authorization": f"Bearer {lease.token}"}
+            deep = _deep_call_line(3, 600)
+            seen = {"no token": _post(url, deep, {})[0]}
+            status, headers, _ = _post(url, raw_line(INITIALIZE), token)
+            assert status == 200, status
+            session_id = {"Mcp-Session-Id": headers["mcp-session-id"]}
+            _post(url, raw_line({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                  {**token, **session_id})
+            status, _, text = _post(url, deep, {**token, **session_id})
+            seen["deep"] = status, json.loads(text.split("data: ", 1)[1])
+            return seen
+
+    seen, remote = in_episode(over_http)
+    local_results, local = in_episode(_deep_in_process)
+    assert seen["no token"] == 401
+    status, reply = seen["deep"]
+    assert status == 200 and reply["id"] == 3
+    assert reply["result"]["content"][0]["text"] == local_results[1][0]
+    recorded = [(e.tool, e.arguments, e.response, e.is_error) for e in remote.trace]
+    assert recorded == [(e.tool, e.arguments, e.response, e.is_error) for e in local.trace[1:2]]
