@@ -24,7 +24,9 @@ from limbo_plugin.toolapi import ToolResult
 FUZZ = settings(derandomize=True, deadline=None, database=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.large_base_example])
-"""Derandomized: the same calls in every CI run, so a failure reproduces."""
+"""Derandomized, and printing a failure's blob for ``@reproduce_failure``: Hypothesis also draws
+constants from the project's modules loaded so far, which depends on how xdist spread the tests,
+so another run may try other calls; the printed blob replays a failing one anywhere."""
 
 ANY_CHARACTER = st.characters(exclude_categories=())  # lone surrogates included
 HUGE_TEXT = st.sampled_from(["x" * 200_000, "é" * 60_000, "\ud800" * 1000, "{" * 5000])
