@@ -134,6 +134,8 @@ def serve(socket_path: str) -> None:
     from mcp.server.lowlevel import Server  # noqa: F401
     from mcp.server.stdio import stdio_server  # noqa: F401
 
+    import limbo_plugin.server.deep_lines  # noqa: F401
+
     _warm_up()
     signal.signal(signal.SIGCHLD, _reap)
     signal.signal(signal.SIGTERM, _stop)
