@@ -78,6 +78,22 @@ def request(url: str, method: str, path: str, *, token: str | None = None,
         conn.close()
 
 
+def mcp_post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
+    """One raw JSON-RPC POST to a streamable-HTTP MCP endpoint, as a client sends it (with the
+    ``Accept`` the transport requires): status, headers (lower-case names) and body text."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        conn.request("POST", parts.path, body=body, headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            **headers})
+        response = conn.getresponse()
+        return (response.status, {k.lower(): v for k, v in response.getheaders()},
+                response.read().decode())
+    finally:
+        conn.close()
+
+
 def http_client(url: str, token: str, read_timeout_seconds: float = 60) -> Any:
     """An SDK :class:`mcp.Client` for ``limbo mcp``'s streamable-HTTP endpoint, sending the
     episode's token as ``Authorization: Bearer`` (the endpoint refuses requests without it)."""

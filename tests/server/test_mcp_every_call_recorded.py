@@ -10,17 +10,15 @@ tidies the requests first."""
 
 from __future__ import annotations
 
-import http.client
 import json
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from hostile import FUZZ, JSON_LIKE
 from hypothesis import given
 from hypothesis import strategies as st
-from serverkit import in_episode, raw_line, raw_session
+from serverkit import in_episode, mcp_post, raw_line, raw_session
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.records import EpisodeRecord
@@ -216,20 +214,6 @@ def test_in_process_arguments_too_deep_to_copy_are_refused_as_too_deep() -> None
     assert record.tool_calls == 1 and not record.ledger
 
 
-def _post(url: str, text: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    try:
-        conn.request("POST", parts.path, body=text, headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-            **headers})
-        response = conn.getresponse()
-        return (response.status, {k.lower(): v for k, v in response.getheaders()},
-                response.read().decode())
-    finally:
-        conn.close()
-
-
 def test_arguments_nested_past_the_sdk_parser_over_http_are_answered_as_in_process() -> None:
     """Over streamable HTTP the SDK answered such a body with a parse error (HTTP 400) that
     no episode recorded; without the token it is still refused, deep or not."""
@@ -238,13 +222,13 @@ def test_arguments_nested_past_the_sdk_parser_over_http_are_answered_as_in_proce
                 mcp_http_server(lease.url, lease.token) as url:
             token = {"Authorization": f"Bearer {lease.token}"}
             deep = _deep_call_line(3, 600)
-            seen = {"no token": _post(url, deep, {})[0]}
-            status, headers, _ = _post(url, raw_line(INITIALIZE), token)
+            seen = {"no token": mcp_post(url, deep, {})[0]}
+            status, headers, _ = mcp_post(url, raw_line(INITIALIZE), token)
             assert status == 200, status
             session_id = {"Mcp-Session-Id": headers["mcp-session-id"]}
-            _post(url, raw_line({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            mcp_post(url, raw_line({"jsonrpc": "2.0", "method": "notifications/initialized"}),
                   {**token, **session_id})
-            status, _, text = _post(url, deep, {**token, **session_id})
+            status, _, text = mcp_post(url, deep, {**token, **session_id})
             seen["deep"] = status, json.loads(text.split("data: ", 1)[1])
             return seen
 

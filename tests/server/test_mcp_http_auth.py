@@ -8,7 +8,6 @@ the agent's session; the insert would be graded as the agent's."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import re
@@ -21,7 +20,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import pytest
-from serverkit import http_client, in_episode
+from serverkit import http_client, in_episode, mcp_post
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.processes import stop
@@ -43,23 +42,14 @@ def post(url: str, body: dict[str, Any], *, token: str | None = None,
          session: str | None = None, host: str | None = None
          ) -> tuple[int, dict[str, str], str]:
     """One raw JSON-RPC POST: status, headers (lower-case names) and body text."""
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    headers = {"Content-Type": "application/json",
-               "Accept": "application/json, text/event-stream"}
+    headers: dict[str, str] = {}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     if session is not None:
         headers["Mcp-Session-Id"] = session
     if host is not None:
         headers["Host"] = host
-    try:
-        conn.request("POST", parts.path, body=json.dumps(body).encode(), headers=headers)
-        response = conn.getresponse()
-        return (response.status, {k.lower(): v for k, v in response.getheaders()},
-                response.read().decode())
-    finally:
-        conn.close()
+    return mcp_post(url, json.dumps(body).encode(), headers)
 
 
 def test_a_request_without_the_episode_token_is_refused_and_reaches_nothing() -> None:
