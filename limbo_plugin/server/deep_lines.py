@@ -8,23 +8,26 @@ episode answers those arguments with a tool error (they nest more than
 :data:`~limbo_plugin.toolapi.MAX_ARGUMENT_DEPTH` levels) and records them cut at that depth.
 
 So before the SDK reads a line, every container nested deeper than :data:`LINE_DEPTH` is
-emptied. The arguments of a call that this changes nest more than
-:data:`~limbo_plugin.toolapi.MAX_ARGUMENT_DEPTH` levels either way: the episode refuses them with
-the same error and records the same rendering, which never shows that depth. A line that is
-not JSON is passed on as it came, for the SDK to drop as before.
+emptied, and then, by the server:
 
-Only ``limbo mcp`` reads its lines so: a proxy or a guard would forward the emptied call to a
-real server, which would act on another call than the one made.
+- ``limbo mcp`` (*empty*) reads the emptied line. The arguments of a call that this changes
+  nest more than :data:`~limbo_plugin.toolapi.MAX_ARGUMENT_DEPTH` levels either way: the
+  episode refuses them with the same error and records the same rendering, which never shows
+  that depth. A tool *name* nested that deep (not a string, so no tool) is recorded with its
+  nesting cut at that depth, where its ``repr``'s first characters show it;
+- ``limbo proxy`` and ``limbo guard`` (*refuse*) must not forward the emptied call, another
+  than the one made, to a real server. A request is answered with a JSON-RPC error of its own
+  id instead (:func:`refuse_unreadable`), and nothing is forwarded.
 
-A tool *name* nested that deep (not a string, so no tool) is recorded with its nesting cut at
-that depth, where its ``repr``'s first characters show it.
+A line that is not JSON is passed on as it came, for the SDK to drop as before.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from io import TextIOWrapper
 from typing import Any
@@ -41,10 +44,17 @@ _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 """A JSON string (skipped whole: brackets inside it are text), or a bracket."""
 
 
-def readable_line(line: str, limit: int = LINE_DEPTH) -> str:
-    """``line`` itself, or, when it nests deeper than the SDK parser reads, ``line`` with every
-    container deeper than ``limit`` emptied. Only a line with more than ``limit`` brackets can
-    nest that deep, and counting them is cheap; only then is it parsed to see."""
+UNREADABLE = "limbo/unreadable"
+"""The ``_meta`` key of a request put in place of one too deep to read (*refuse*): what it says
+is the error :func:`refuse_unreadable` answers."""
+
+
+def readable_line(line: str, limit: int = LINE_DEPTH, *, empty: bool = True) -> str:
+    """``line`` itself, or, when it nests deeper than the SDK parser reads, what to read in its
+    place: with ``empty``, ``line`` with every container deeper than ``limit`` emptied;
+    without, a request of the same id and method that :func:`refuse_unreadable` refuses (a
+    line that is no request is left for the SDK to drop). Only a line with more than ``limit``
+    brackets can nest that deep, and counting them is cheap; only then is it parsed to see."""
     if line.count("[") + line.count("{") <= limit:
         return line
     try:
@@ -56,10 +66,38 @@ def readable_line(line: str, limit: int = LINE_DEPTH) -> str:
         return line
     cut = emptied_below(line, limit)
     try:
-        pydantic_core.from_json(cut)
+        message = pydantic_core.from_json(cut)
     except ValueError:
         return line
-    return cut
+    if empty:
+        return cut
+    return _refused_request(message) or line
+
+
+def _refused_request(message: Any) -> str | None:
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return None
+    request_id = message.get("id")
+    if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+        return None  # a notification (or a response): nothing to answer
+    problem = (f"the request nests more than {LINE_DEPTH} levels deep, deeper than this server's"
+               " MCP parser reads; it was not forwarded")
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": message["method"],
+                       "params": {"_meta": {UNREADABLE: problem}}}) + "\n"
+
+
+async def refuse_unreadable(ctx: Any, call_next: Any) -> Any:
+    """Server middleware: the request :func:`readable_line` put in place of one too deep to
+    read is answered with an ``Invalid Request`` error (``-32600``) saying so, before any
+    handler (or the SDK's check of its params) sees it."""
+    params = ctx.params
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    if isinstance(meta, Mapping) and UNREADABLE in meta:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types.jsonrpc import INVALID_REQUEST
+
+        raise MCPError(INVALID_REQUEST, str(meta[UNREADABLE]))
+    return await call_next(ctx)
 
 
 def emptied_below(text: str, limit: int) -> str:
@@ -91,22 +129,23 @@ def emptied_below(text: str, limit: int) -> str:
 
 
 class ReadableLines:
-    """Lines of a text stream as :func:`readable_line` makes them: what the SDK's stdio server
-    iterates in place of the process's standard input."""
+    """Lines of a text stream as :func:`readable_line` makes them (``empty`` or not): what the
+    SDK's stdio server iterates in place of the process's standard input."""
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, *, empty: bool) -> None:
         self._source = source
+        self._empty = empty
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
     async def _lines(self) -> AsyncIterator[str]:
         async for line in self._source:
-            yield readable_line(line)
+            yield readable_line(line, empty=self._empty)
 
 
 @contextmanager
-def claimed_stdin() -> Iterator[ReadableLines]:
+def claimed_stdin(*, empty: bool) -> Iterator[ReadableLines]:
     """The process's standard input as :class:`ReadableLines`, with descriptor 0 pointed at the
     null device meanwhile (as the SDK does when it reads standard input itself): a handler or
     a child process that reads it gets end of file, never a client's message."""
@@ -121,7 +160,7 @@ def claimed_stdin() -> Iterator[ReadableLines]:
     raw = open(wire, "rb", closefd=False)  # noqa: SIM115
     text = TextIOWrapper(raw, encoding="utf-8", errors="replace")
     try:
-        yield ReadableLines(anyio.wrap_file(text))
+        yield ReadableLines(anyio.wrap_file(text), empty=empty)
     finally:
         os.dup2(wire, 0)
         os.close(wire)

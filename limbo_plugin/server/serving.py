@@ -119,22 +119,20 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
                 empty_deep_lines: bool = False) -> None:
     """Serve ``server`` until its client leaves (stdio) or the process is stopped (HTTP).
 
-    ``empty_deep_lines``: read each stdio line, or HTTP body, as :func:`~limbo_plugin.server.
-    deep_lines.readable_line` makes it, so that one nested past the SDK parser's limit is
-    answered as a tool call. Only for ``limbo mcp``, whose episode refuses such arguments
-    whatever their depth; a proxy or a guard would forward the emptied call, not the one made,
-    to a real server."""
+    A request nested past the SDK parser's limit (:mod:`~limbo_plugin.server.deep_lines`) is
+    answered, never dropped. With ``empty_deep_lines`` (``limbo mcp``, whose episode refuses
+    such arguments whatever their depth), as the call it is, emptied below the limit, on stdio
+    and over HTTP. Without (a proxy or a guard, which would forward the emptied call, not the
+    one made, to a real server), on stdio with an error of its id, and over HTTP with the
+    SDK's parse error."""
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
-        if not empty_deep_lines:
-            async with stdio_server() as (read_stream, write_stream):
-                await server.run(read_stream, write_stream,
-                                 server.create_initialization_options())
-            return
-        from limbo_plugin.server.deep_lines import claimed_stdin
+        from limbo_plugin.server.deep_lines import claimed_stdin, refuse_unreadable
 
-        with claimed_stdin() as lines:
+        if not empty_deep_lines:
+            server.middleware.append(refuse_unreadable)
+        with claimed_stdin(empty=empty_deep_lines) as lines:
             # The SDK only iterates its stdin; the lines come as the SDK's parser can read them.
             stdin = cast("anyio.AsyncFile[str]", lines)
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):

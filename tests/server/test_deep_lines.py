@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from limbo_plugin.server.deep_lines import (
     LINE_DEPTH,
     READ_BODY_BYTES,
+    UNREADABLE,
     ReadableBodies,
     emptied_below,
     readable_line,
@@ -124,3 +125,16 @@ def test_bodies_not_read_here_reach_the_app_whole_and_untouched() -> None:
     big = [DEEP_BODY, b" " * READ_BODY_BYTES, b" " * 10]  # longer than it said
     body, headers = _through(big, len(DEEP_BODY))
     assert body == b"".join(big) and headers[b"content-length"] == str(len(DEEP_BODY)).encode()
+
+
+def test_refusing_puts_a_request_of_the_same_id_and_method_in_place_of_a_deep_one() -> None:
+    deep = "[" * 300 + "]" * 300
+    request = '{"jsonrpc": "2.0", "id": "a-1", "method": "tools/call", "params": ' + deep + "}\n"
+    stand_in = json.loads(readable_line(request, empty=False))
+    assert (stand_in["id"], stand_in["method"]) == ("a-1", "tools/call")
+    assert "not forwarded" in stand_in["params"]["_meta"][UNREADABLE]
+    assert deep not in json.dumps(stand_in)
+    for unanswerable in ('{"jsonrpc": "2.0", "method": "notifications/x", "params": ' + deep + "}",
+                         '{"jsonrpc": "2.0", "id": 3, "result": ' + deep + "}",
+                         '{"jsonrpc": "2.0", "id": true, "method": "m", "params": ' + deep + "}"):
+        assert readable_line(unanswerable, empty=False) is unanswerable

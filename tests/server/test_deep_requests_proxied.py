@@ -1,0 +1,53 @@
+"""``limbo proxy`` and ``limbo guard`` on stdio answer a request nested past the MCP SDK's
+parser with a JSON-RPC error of its id, and forward nothing of it.
+
+The SDK drops such a line unanswered, so the client used to wait for ever. ``limbo mcp``
+answers it as the call it is (``test_mcp_every_call_recorded``); a proxy or a guard must not:
+emptied below the parser's limit it would be another call than the one made, sent to a real
+server. Here the real server is ``limbo mcp`` in an episode, whose record shows what reached
+it."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from serverkit import in_episode, raw_line, raw_session
+
+from limbo_plugin.agents.base import AgentSession
+from limbo_plugin.server.launch import mcp_launch
+from limbo_plugin.server.sandbox_http import shared_sandbox
+
+pytest.importorskip("mcp")
+
+DEEP_CALL = ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "wait", '
+             '"arguments": {"seconds": ' + "[" * 400 + "]" * 400 + '}}}\n').encode()
+DEEP_NOTIFICATION = ('{"jsonrpc": "2.0", "method": "notifications/progress", "params": '
+                     + "[" * 400 + "]" * 400 + "}\n").encode()
+
+
+@pytest.mark.parametrize("command", [["proxy", "--inject", "timeout_post"], ["guard"]],
+                         ids=["proxy", "guard"])
+def test_a_request_too_deep_to_read_is_refused_with_its_id_and_not_forwarded(
+        command: list[str], tmp_path: Path) -> None:
+    extra = ["--log", str(tmp_path / "proxy.jsonl")] if command[0] == "proxy" else []
+
+    def through(session: AgentSession) -> dict[int, Any]:
+        with shared_sandbox().episode(session) as lease:
+            server = mcp_launch(lease.url, lease.token)
+            front = dataclasses.replace(
+                server, command=sys.executable,
+                args=("-m", "limbo_plugin.cli", *command, *extra, "--", *server.argv))
+            listing = raw_line({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})
+            return raw_session(front, [DEEP_NOTIFICATION, DEEP_CALL, listing], {7, 8})
+
+    replies, record = in_episode(through)
+    error = replies[7]["error"]
+    assert error["code"] == -32600, error
+    assert "nests more than 128 levels deep" in error["message"]
+    assert "not forwarded" in error["message"]
+    assert "wait" in [tool["name"] for tool in replies[8]["result"]["tools"]]
+    assert record.tool_calls == 0 and record.trace == []  # nothing reached the server
