@@ -1,11 +1,12 @@
-"""Stdio lines nested deeper than the MCP SDK's JSON parser reads, made readable so that they
-are still answered.
+"""Requests nested deeper than the MCP SDK's JSON parser reads (a stdio line, an HTTP body),
+made readable so that they are still answered.
 
 The SDK parses each stdio line with pydantic's JSON parser, which gives up past about 200
 levels of nesting; such a line is dropped unanswered, and a client that awaits its id waits
-forever. An agent can send one: a tool's arguments nested 600 levels deep. In process, the
-episode answers those arguments with a tool error (they nest more than
-:data:`~limbo_plugin.toolapi.MAX_ARGUMENT_DEPTH` levels) and records them cut at that depth.
+forever (over HTTP, the SDK answers a parse error that no episode records). An agent can send
+one: a tool's arguments nested 600 levels deep. In process, the episode answers those
+arguments with a tool error (they nest more than :data:`~limbo_plugin.toolapi.
+MAX_ARGUMENT_DEPTH` levels) and records them cut at that depth.
 
 So before the SDK reads a line, every container nested deeper than :data:`LINE_DEPTH` is
 emptied, and then, by the server:
