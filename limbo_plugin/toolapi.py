@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -22,6 +23,14 @@ MAX_ARGUMENT_DEPTH = 32
 deeper values would only reach code that recurses (copying, rendering) on the agent's terms."""
 MAX_RENDERED_CHARS = 20_000
 """How much of a value the trace keeps when it has to render it (see :func:`safe_json`)."""
+MAX_PARSED_DEPTH = 200
+"""How deeply a JSON text of arguments may nest to be parsed at all. Python's parser recurses,
+and on Python 3.11 how deep it gets depends on the caller's own stack (a scaffold's, a
+server thread's, an xdist worker's), so the same text, past some 900 levels, would parse in
+one run and not in another. Deeper texts are refused as too deep without parsing, the same way
+everywhere."""
+JSON_TEXT_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+"""In a JSON text: a string (skipped whole, as brackets inside it are text), or a bracket."""
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
@@ -120,12 +129,31 @@ def parsed_arguments(arguments: Any) -> Any:
     if arguments is None:
         return {}
     if isinstance(arguments, str):
+        if text_nests_deeper(arguments, MAX_PARSED_DEPTH):
+            return arguments
         try:
             value = json.loads(arguments) if arguments.strip() else {}
         except (ValueError, RecursionError):
             return arguments
         return value if isinstance(value, dict) else arguments
     return arguments
+
+
+def text_nests_deeper(text: str, limit: int) -> bool:
+    """Whether brackets in ``text`` (outside its strings) nest more than ``limit`` levels, read
+    without parsing it: the cheap count of brackets first, the scan only when it is over."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for token in JSON_TEXT_TOKEN.finditer(text):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif bracket in ("]", "}"):
+            depth -= 1
+    return False
 
 
 def normalize_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -145,6 +173,8 @@ def normalize_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | No
             return None, f"arguments are too large ({len(text)} bytes; limit {MAX_ARGUMENT_BYTES})"
         if not text.strip():
             arguments = {}
+        elif text_nests_deeper(text, MAX_PARSED_DEPTH):
+            return None, f"arguments nest more than {MAX_ARGUMENT_DEPTH} levels deep"
         else:
             try:
                 arguments = json.loads(text)

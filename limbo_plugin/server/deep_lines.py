@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from io import TextIOWrapper
@@ -35,14 +34,14 @@ from typing import Any
 
 import pydantic_core
 
+from limbo_plugin.toolapi import JSON_TEXT_TOKEN
+
 LINE_DEPTH = 128
 """The deepest nesting a line keeps: well within the SDK parser's limit (about 200), and far
 beyond :data:`~limbo_plugin.toolapi.MAX_ARGUMENT_DEPTH` at the depth where a call's arguments
 begin (3: message, ``params``, ``arguments``)."""
 
 _OPENERS = "[{"
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
-"""A JSON string (skipped whole: brackets inside it are text), or a bracket."""
 
 
 UNREADABLE = "limbo/unreadable"
@@ -108,7 +107,7 @@ def emptied_below(text: str, limit: int) -> str:
     depth = 0
     resume = 0  # where the text after the last emptied container starts
     emptied_at = 0  # the depth of the container being emptied, or 0
-    for token in _TOKEN.finditer(text):
+    for token in JSON_TEXT_TOKEN.finditer(text):
         bracket = token.group()
         if bracket[0] == '"':
             continue

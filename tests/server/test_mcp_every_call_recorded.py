@@ -240,3 +240,28 @@ def test_arguments_nested_past_the_sdk_parser_over_http_are_answered_as_in_proce
     assert reply["result"]["content"][0]["text"] == local_results[1][0]
     recorded = [(e.tool, e.arguments, e.response, e.is_error) for e in remote.trace]
     assert recorded == [(e.tool, e.arguments, e.response, e.is_error) for e in local.trace[1:2]]
+
+
+def _at_stack_depth(frames: int, work: Any) -> Any:
+    """``work()`` called ``frames`` Python frames deeper than here."""
+    return work() if frames == 0 else _at_stack_depth(frames - 1, work)
+
+
+@pytest.mark.parametrize("depth", [150, 950, 5000])
+def test_a_json_text_of_arguments_gets_the_same_answer_however_deep_the_callers_stack(
+        depth: int) -> None:
+    """Python's JSON parser recurses, and on 3.11 how deep it gets depends on the caller's
+    stack: a text nested 950 levels parsed near the top of a stack and failed 300 frames down
+    (a scaffold's, a server thread's, an xdist worker's), with another error and another trace.
+    """
+    text = json.dumps({**TICKET, "description": None}).replace("null", "[" * depth + "]" * depth)
+
+    def call(session: AgentSession, frames: int) -> Any:
+        result = _at_stack_depth(frames, lambda: session.call("tickets_create", text))
+        return result.error
+
+    shallow, near = in_episode(partial(call, frames=0))
+    deep, far = in_episode(partial(call, frames=300))
+    assert shallow == deep and shallow is not None
+    assert shallow["message"] == "tickets_create: arguments nest more than 32 levels deep"
+    assert near.trace == far.trace
