@@ -134,11 +134,10 @@ def raw_session(launch: McpLaunch, requests: list[bytes], expect_ids: set[int], 
         replies: dict[int, Any] = {}
         waiting = list(reversed(requests))
         deadline = time.monotonic() + 300
+        lines = _Lines(process.stdout.fileno())
         while not expect_ids <= set(replies):
-            ready, _, _ = select.select([process.stdout], [], [],
-                                        max(0.0, deadline - time.monotonic()))
-            assert ready, f"the MCP server hung; replies so far: {sorted(replies)}"
-            line = process.stdout.readline()
+            line = lines.next(deadline)
+            assert line is not None, f"the MCP server hung; replies so far: {sorted(replies)}"
             assert line, f"the MCP server closed its output; replies so far: {sorted(replies)}"
             message = json.loads(line)
             if isinstance(message.get("id"), int):
@@ -157,6 +156,30 @@ def raw_session(launch: McpLaunch, requests: list[bytes], expect_ids: set[int], 
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+class _Lines:
+    """Lines read from a pipe's descriptor, with a deadline. Read with ``os.read`` into a buffer
+    of its own: ``select`` on a buffered file says nothing of the lines its buffer already
+    holds, so a reply read along with the one before it would wait for ever."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = b""
+
+    def next(self, deadline: float) -> bytes | None:
+        """The next line (without its end); ``b""`` at end of file, ``None`` at the deadline."""
+        while b"\n" not in self._pending:
+            ready, _, _ = select.select([self._fd], [], [],
+                                        max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            chunk = os.read(self._fd, 1 << 16)
+            if not chunk:
+                return b""
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line
 
 
 def over_stdio(launch: McpLaunch, work: Callable[[Any], Any]) -> Any:
