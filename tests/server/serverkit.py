@@ -8,6 +8,7 @@ import json
 import os
 import select
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -118,44 +119,56 @@ def raw_session(launch: McpLaunch, requests: list[bytes], expect_ids: set[int], 
     ``in_turn``: each request only once the one before it is answered, as a harness waits for
     a tool's result (the server answers requests concurrently, so requests sent at once may
     reach the episode in another order). Fails on a dead server or a hang (300 s, a hang guard,
-    not a speed check)."""
-    process = subprocess.Popen(launch.argv, env={**os.environ, **launch.env},
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
-    assert process.stdin is not None and process.stdout is not None
-    try:
-        process.stdin.write(raw_line({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                      "params": {"protocolVersion": "2025-06-18",
-                                                 "capabilities": {},
-                                                 "clientInfo": {"name": "raw-test",
-                                                                "version": "0"}}}))
-        process.stdin.write(raw_line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        process.stdin.flush()
-        replies: dict[int, Any] = {}
-        waiting = list(reversed(requests))
-        deadline = time.monotonic() + 300
-        lines = _Lines(process.stdout.fileno())
-        while not expect_ids <= set(replies):
-            line = lines.next(deadline)
-            assert line is not None, f"the MCP server hung; replies so far: {sorted(replies)}"
-            assert line, f"the MCP server closed its output; replies so far: {sorted(replies)}"
-            message = json.loads(line)
-            if isinstance(message.get("id"), int):
-                replies[message["id"]] = message
-                while waiting:
-                    process.stdin.write(waiting.pop())
-                    if in_turn:
-                        break
-                process.stdin.flush()
-        assert process.poll() is None  # still running after all of that
-        return replies
-    finally:
-        process.stdin.close()
+    not a speed check), naming the replies still missing and the end of the server's stderr."""
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(launch.argv, env={**os.environ, **launch.env},
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            return _exchange(process, requests, expect_ids, in_turn, errors)
+        finally:
+            assert process.stdin is not None
+            process.stdin.close()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _exchange(process: subprocess.Popen[bytes], requests: list[bytes], expect_ids: set[int],
+              in_turn: bool, errors: Any) -> dict[int, Any]:
+    assert process.stdin is not None and process.stdout is not None
+    replies: dict[int, Any] = {}
+
+    def stuck(what: str) -> str:
+        errors.seek(0)
+        tail = errors.read()[-2000:].decode("utf-8", "replace")
+        return (f"the MCP server {what}; awaited and missing: {sorted(expect_ids - set(replies))}"
+                f", replies so far: {sorted(replies)}; its stderr ends: {tail!r}")
+
+    process.stdin.write(raw_line({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                  "params": {"protocolVersion": "2025-06-18",
+                                             "capabilities": {},
+                                             "clientInfo": {"name": "raw-test", "version": "0"}}}))
+    process.stdin.write(raw_line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    process.stdin.flush()
+    waiting = list(reversed(requests))
+    deadline = time.monotonic() + 300
+    lines = _Lines(process.stdout.fileno())
+    while not expect_ids <= set(replies):
+        line = lines.next(deadline)
+        assert line is not None, stuck("hung")
+        assert line, stuck("closed its output")
+        message = json.loads(line)
+        if isinstance(message.get("id"), int):
+            replies[message["id"]] = message
+            while waiting:
+                process.stdin.write(waiting.pop())
+                if in_turn:
+                    break
+            process.stdin.flush()
+    assert process.poll() is None, stuck("ended")  # still running after all of that
+    return replies
 
 
 class _Lines:
