@@ -20,6 +20,8 @@ emptied, and then, by the server:
   than the one made, to a real server. A request is answered with a JSON-RPC error of its own
   id instead (:func:`refuse_unreadable`), and nothing is forwarded.
 
+Over HTTP, :class:`ReadableBodies` does the same to a request's body.
+
 A line that is not JSON is passed on as it came, for the SDK to drop as before.
 """
 
@@ -173,13 +175,14 @@ than that gets the SDK's own answer, a JSON-RPC parse error (HTTP 400)."""
 
 
 class ReadableBodies:
-    """ASGI middleware: the body of a POST, as :func:`readable_line` makes it, for ``limbo
-    mcp``'s streamable-HTTP endpoint, where the SDK would answer a body nested past its
-    parser's limit with a parse error that no episode records. Bodies with a
+    """ASGI middleware: the body of a POST, as :func:`readable_line` makes it (``empty`` or
+    not), for a streamable-HTTP endpoint, where the SDK would answer a body nested past its
+    parser's limit with a parse error of no id, which no episode records. Bodies with a
     ``Content-Length`` of at most :data:`READ_BODY_BYTES`; others pass untouched."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, *, empty: bool) -> None:
         self.app = app
+        self.empty = empty
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         length = _content_length(scope) if scope["type"] == "http" else None
@@ -193,7 +196,7 @@ class ReadableBodies:
                 return
             body += message.get("body", b"")
             more = message.get("more_body", False)
-        readable = body if more else _readable_body(body)  # more: longer than it said
+        readable = body if more else _readable_body(body, self.empty)  # more: longer than said
         if readable is not body:
             headers = [(name, value) for name, value in scope["headers"]
                        if name.lower() != b"content-length"]
@@ -221,12 +224,12 @@ def _content_length(scope: Any) -> int | None:
     return None
 
 
-def _readable_body(body: bytes) -> bytes:
+def _readable_body(body: bytes, empty: bool) -> bytes:
     """``body`` itself, or, when it is UTF-8 nested past the SDK parser's limit, its
     readable form."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         return body
-    readable = readable_line(text)
+    readable = readable_line(text, empty=empty)
     return body if readable is text else readable.encode("utf-8")

@@ -120,18 +120,19 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
     """Serve ``server`` until its client leaves (stdio) or the process is stopped (HTTP).
 
     A request nested past the SDK parser's limit (:mod:`~limbo_plugin.server.deep_lines`) is
-    answered, never dropped. With ``empty_deep_lines`` (``limbo mcp``, whose episode refuses
-    such arguments whatever their depth), as the call it is, emptied below the limit, on stdio
-    and over HTTP. Without (a proxy or a guard, which would forward the emptied call, not the
-    one made, to a real server), on stdio with an error of its id, and over HTTP with the
-    SDK's parse error."""
+    answered, never dropped, on either transport. With ``empty_deep_lines`` (``limbo mcp``,
+    whose episode refuses such arguments whatever their depth), as the call it is, emptied
+    below the limit. Without (a proxy or a guard, which would forward the emptied call, not
+    the one made, to a real server), with a JSON-RPC error of its id."""
+    from limbo_plugin.server.deep_lines import refuse_unreadable
+
+    if not empty_deep_lines:
+        server.middleware.append(refuse_unreadable)
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
-        from limbo_plugin.server.deep_lines import claimed_stdin, refuse_unreadable
+        from limbo_plugin.server.deep_lines import claimed_stdin
 
-        if not empty_deep_lines:
-            server.middleware.append(refuse_unreadable)
         with claimed_stdin(empty=empty_deep_lines) as lines:
             # The SDK only iterates its stdin; the lines come as the SDK's parser can read them.
             stdin = cast("anyio.AsyncFile[str]", lines)
@@ -148,11 +149,9 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
     sock.bind((host, port))
     sock.listen(socket.SOMAXCONN)
     bound = sock.getsockname()[1]
-    app = http_app(server, host, bound, token)
-    if empty_deep_lines:
-        from limbo_plugin.server.deep_lines import ReadableBodies
+    from limbo_plugin.server.deep_lines import ReadableBodies
 
-        app = ReadableBodies(app)
+    app = ReadableBodies(http_app(server, host, bound, token), empty=empty_deep_lines)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     literal = f"[{host}]" if ":" in host else host
     print(f"{label}: serving streamable HTTP at http://{literal}:{bound}{MCP_PATH}",

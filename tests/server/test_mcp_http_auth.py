@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 import pytest
-from serverkit import http_client, in_episode, mcp_post
+from serverkit import http_client, in_episode, mcp_post, served_http
 
 from limbo_plugin.agents.base import AgentSession
-from limbo_plugin.processes import stop
 from limbo_plugin.server.launch import mcp_http_server, mcp_launch
 from limbo_plugin.server.sandbox_http import shared_sandbox
 
@@ -81,7 +77,7 @@ def test_a_request_without_the_episode_token_is_refused_and_reaches_nothing() ->
     assert record.trace == [], "a refused request reached the world"
 
 
-def test_the_episode_token_as_a_bearer_header_is_served() -> None:
+def test_the_episode_token_as_a_bearer_header_isserved_http() -> None:
     def body(session: AgentSession) -> Any:
         with shared_sandbox().episode(session) as lease, \
                 mcp_http_server(lease.url, lease.token) as url:
@@ -119,29 +115,13 @@ def test_a_host_other_machines_reach_is_refused_without_allow_remote(
     assert "--allow-remote" in lines[0]
 
 
-@contextmanager
-def _served(argv: list[str], env: dict[str, str]) -> Iterator[str]:
-    process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stderr is not None
-        for line in process.stderr:
-            found = re.search(r"serving streamable HTTP at (\S+)", line)
-            if found:
-                yield found[1]
-                return
-        pytest.fail(f"the server exited ({process.wait()}) without announcing its URL")
-    finally:
-        stop(process)
-
-
 def test_allow_remote_serves_every_interface_and_still_wants_the_token() -> None:
     def body(session: AgentSession) -> Any:
         with shared_sandbox().episode(session) as lease:
             launch = mcp_launch(lease.url, lease.token)
             argv = [*launch.argv, "--transport", "streamable-http", "--host", "0.0.0.0",
                     "--allow-remote"]
-            with _served(argv, {**os.environ, **launch.env}) as url:
+            with served_http(argv, {**os.environ, **launch.env}) as url:
                 local = url.replace("0.0.0.0", "127.0.0.1")
                 return url, post(local, INITIALIZE)[0], post(local, INITIALIZE,
                                                              token=lease.token)[0]
