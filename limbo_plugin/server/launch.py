@@ -79,18 +79,30 @@ def mcp_http_server(url: str, token: str, *, host: str = "127.0.0.1",
     """
     launch = mcp_launch(url, token)
     argv = [*launch.argv, "--transport", "streamable-http", "--host", host, "--port", "0"]
-    process = subprocess.Popen(argv, env={**os.environ, **launch.env}, stdin=subprocess.DEVNULL,
+    with serving_http(argv, {**os.environ, **launch.env}, label="limbo mcp",
+                      startup_timeout_s=startup_timeout_s) as served:
+        yield served
+
+
+@contextmanager
+def serving_http(argv: list[str], env: dict[str, str], *, label: str,
+                 startup_timeout_s: float = 300.0) -> Iterator[str]:
+    """Run ``argv``, a Limbo server on streamable HTTP (``limbo mcp``, ``proxy`` or ``guard``
+    with ``--transport streamable-http``), until the block ends; yield the URL it announces on
+    stderr once it listens. Its stderr is read on after that, so it never blocks on a full
+    pipe; ``label`` names it if it does not start."""
+    process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert process.stderr is not None
-        found = _announced_url(process, startup_timeout_s)
+        found = _announced_url(process, startup_timeout_s, label)
         threading.Thread(target=_drain, args=(process.stderr,), daemon=True).start()
         yield found
     finally:
         stop(process)
 
 
-def _announced_url(process: subprocess.Popen[str], timeout_s: float) -> str:
+def _announced_url(process: subprocess.Popen[str], timeout_s: float, label: str) -> str:
     assert process.stderr is not None
     lines: list[str] = []
     result: list[str] = []
@@ -108,7 +120,7 @@ def _announced_url(process: subprocess.Popen[str], timeout_s: float) -> str:
     reader.join(timeout_s)
     if not result:
         tail = " ".join(line.strip() for line in lines[-3:])
-        raise RuntimeError(f"limbo mcp (streamable HTTP) did not start: {tail or 'no output'}")
+        raise RuntimeError(f"{label} (streamable HTTP) did not start: {tail or 'no output'}")
     return result[0]
 
 

@@ -4,7 +4,6 @@ moment it reads that line; with ``--bearer-env`` only to a client that sends tha
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ import anyio
 import pytest
 from realkit import REGISTRY, catalogue_server
 
-from limbo_plugin.processes import stop
+from limbo_plugin.server.launch import serving_http
 
 pytest.importorskip("mcp")
 
@@ -25,17 +24,7 @@ def _listed_over_http(argv: list[str], env: dict[str, str], token: str | None = 
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stderr is not None
-        for line in process.stderr:
-            found = re.search(r"serving streamable HTTP at (\S+)", line)
-            if found:
-                url = found[1]
-                break
-        else:
-            pytest.fail(f"exited ({process.wait()}) without announcing its URL")
+    with serving_http(argv, env, label=f"limbo {argv[3]}") as url:
 
         async def main() -> Any:
             headers = {"Authorization": f"Bearer {token}"} if token else None
@@ -44,8 +33,6 @@ def _listed_over_http(argv: list[str], env: dict[str, str], token: str | None = 
                 return [t.name for t in (await client.list_tools()).tools]
 
         return url, anyio.run(main)
-    finally:
-        stop(process)
 
 
 @pytest.mark.parametrize("command", [["guard"], ["proxy", "--inject", "timeout_post"]])

@@ -6,20 +6,17 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
 import select
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.episode import run_episode
-from limbo_plugin.processes import stop
 from limbo_plugin.records import EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.server.launch import McpLaunch
@@ -96,24 +93,6 @@ def mcp_post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[
                 response.read().decode())
     finally:
         conn.close()
-
-
-@contextmanager
-def served_http(argv: list[str], env: dict[str, str]) -> Iterator[str]:
-    """Run a server command (``limbo mcp``, ``proxy`` or ``guard`` with ``--transport
-    streamable-http``) until the block ends; its URL, as the line it prints on stderr names it."""
-    process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stderr is not None
-        for line in process.stderr:
-            found = re.search(r"serving streamable HTTP at (\S+)", line)
-            if found:
-                yield found[1]
-                return
-        raise AssertionError(f"the server exited ({process.wait()}) without announcing its URL")
-    finally:
-        stop(process)
 
 
 def http_client(url: str, token: str, read_timeout_seconds: float = 60) -> Any:

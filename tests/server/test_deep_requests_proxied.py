@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverkit import in_episode, mcp_post, raw_line, raw_session, served_http
+from serverkit import in_episode, mcp_post, raw_line, raw_session
 
 from limbo_plugin.agents.base import AgentSession
-from limbo_plugin.server.launch import mcp_launch
+from limbo_plugin.server.launch import mcp_launch, serving_http
 from limbo_plugin.server.sandbox_http import shared_sandbox
 
 pytest.importorskip("mcp")
@@ -70,7 +70,8 @@ def test_over_http_a_request_too_deep_to_read_is_refused_with_its_id(
             server = mcp_launch(lease.url, lease.token)
             argv = [sys.executable, "-m", "limbo_plugin.cli", *command, *extra,
                     "--transport", "streamable-http", "--", *server.argv]
-            with served_http(argv, {**os.environ, **server.env}) as url:
+            env = {**os.environ, **server.env}
+            with serving_http(argv, env, label=f"limbo {command[0]}") as url:
                 status, headers, _ = mcp_post(url, raw_line(INITIALIZE), {})
                 assert status == 200, status
                 session_id = {"Mcp-Session-Id": headers["mcp-session-id"]}

@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 import anyio
 import pytest
-from serverkit import http_client, in_episode, mcp_post, served_http
+from serverkit import http_client, in_episode, mcp_post
 
 from limbo_plugin.agents.base import AgentSession
-from limbo_plugin.server.launch import mcp_http_server, mcp_launch
+from limbo_plugin.server.launch import mcp_http_server, mcp_launch, serving_http
 from limbo_plugin.server.sandbox_http import shared_sandbox
 
 pytest.importorskip("mcp")
@@ -121,7 +121,7 @@ def test_allow_remote_serves_every_interface_and_still_wants_the_token() -> None
             launch = mcp_launch(lease.url, lease.token)
             argv = [*launch.argv, "--transport", "streamable-http", "--host", "0.0.0.0",
                     "--allow-remote"]
-            with served_http(argv, {**os.environ, **launch.env}) as url:
+            with serving_http(argv, {**os.environ, **launch.env}, label="limbo mcp") as url:
                 local = url.replace("0.0.0.0", "127.0.0.1")
                 return url, post(local, INITIALIZE)[0], post(local, INITIALIZE,
                                                              token=lease.token)[0]
