@@ -124,14 +124,12 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
     whose episode refuses such arguments whatever their depth), as the call it is, emptied
     below the limit. Without (a proxy or a guard, which would forward the emptied call, not
     the one made, to a real server), with a JSON-RPC error of its id."""
-    from limbo_plugin.server.deep_lines import refuse_unreadable
+    from limbo_plugin.server.deep_lines import ReadableBodies, claimed_stdin, refuse_unreadable
 
     if not empty_deep_lines:
         server.middleware.append(refuse_unreadable)
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
-
-        from limbo_plugin.server.deep_lines import claimed_stdin
 
         with claimed_stdin(empty=empty_deep_lines) as lines:
             # The SDK only iterates its stdin; the lines come as the SDK's parser can read them.
@@ -149,8 +147,6 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
     sock.bind((host, port))
     sock.listen(socket.SOMAXCONN)
     bound = sock.getsockname()[1]
-    from limbo_plugin.server.deep_lines import ReadableBodies
-
     app = ReadableBodies(http_app(server, host, bound, token), empty=empty_deep_lines)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     literal = f"[{host}]" if ":" in host else host
