@@ -1,7 +1,7 @@
 """CPU and wall time of the default experiment against as many trivial parametrized tests.
 
     python benchmarks/plugin_overhead.py [--rounds 5] [--parallel] [--bytecode source|cached]
-                                         [--before DIR] [--instructions]
+                                         [--before DIR] [--instructions] [--floor]
 
 Runs, in alternation so that machine load affects both sides alike: the default experiment
 (every template, instances 0-1, every focal write and applicable mode, scripted:verify_first)
@@ -25,6 +25,10 @@ source in every run while the baseline's libraries load their installed byte cod
 ``--bytecode cached`` lets both sides cache byte code under a temporary
 ``PYTHONPYCACHEPREFIX`` (warmed by one untimed run of each case), as an installed package does.
 
+``--floor`` also times the episodes inside each serial Limbo run (``episode_clock.py``: the CPU
+spent in ``run_episode``) and prints the run's CPU outside them against the bare items': the
+ratio the run would have if its episodes cost nothing, which no faster episode can go below.
+
 Each tree's ``*.egg-info`` is reported: a checkout after ``pip install -e .`` holds one, and
 pytest, run from there, treats Limbo's sources as a plugin distribution's. To compare two
 commits as a user's checkout runs them, copy it into both ``git archive`` copies.
@@ -45,6 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+CLOCK_VARIABLE = "LIMBO_BENCH_EPISODE_CPU"
 BARE = ["-p", "no:limbo", "-p", "no:hypothesispytest"]
 
 
@@ -52,6 +58,10 @@ BARE = ["-p", "no:limbo", "-p", "no:hypothesispytest"]
 class Run:
     wall_s: float
     cpu_s: float
+    episode_cpu_s: float | None = None
+    """CPU inside the run's episodes (``--floor``), as ``episode_clock.py`` summed it."""
+    episodes: int | None = None
+    """How many episodes the clock saw (``--floor``)."""
 
 
 def count_episodes(env: dict[str, str]) -> int:
@@ -61,15 +71,35 @@ def count_episodes(env: dict[str, str]) -> int:
 
 
 def measured(args: list[str], cwd: Path, env: dict[str, str]) -> Run:
-    """One pytest process: wall time and its own user + system CPU time."""
-    start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    _, _, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
-    process.returncode = 0  # reaped above
-    return Run(wall, usage.ru_utime + usage.ru_stime)
+    """One pytest process: wall time and its own user + system CPU time (and, when its
+    arguments load ``episode_clock``, the CPU inside its episodes)."""
+    clocked = "episode_clock" in args
+    with tempfile.TemporaryDirectory() as tmp:
+        clock_file = Path(tmp) / "episode-cpu"
+        if clocked:
+            env = {**env, CLOCK_VARIABLE: str(clock_file)}
+        start = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p",
+                                    "no:cacheprovider", *args], cwd=cwd, env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, _, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = 0  # reaped above
+        episode_cpu, episodes = None, None
+        if clocked:
+            if not clock_file.is_file():
+                raise SystemExit(f"pytest {' '.join(args)} in {cwd}: the episode clock wrote "
+                                 "nothing (did the run start?)")
+            seconds, count = clock_file.read_text(encoding="utf-8").split()
+            episode_cpu, episodes = float(seconds), int(count)
+    return Run(wall, usage.ru_utime + usage.ru_stime, episode_cpu, episodes)
+
+
+def with_clock(args: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """A Limbo case that also times its episodes: ``episode_clock`` loaded from this folder,
+    after whatever the case's ``PYTHONPATH`` puts first (the checkout it measures)."""
+    path = [p for p in (env.get("PYTHONPATH", ""), str(HERE)) if p]
+    return ["-p", "episode_clock", *args], {**env, "PYTHONPATH": os.pathsep.join(path)}
 
 
 def instructions(args: list[str], cwd: Path, env: dict[str, str]) -> int:
@@ -109,6 +139,8 @@ def main() -> None:
                         help="a checkout of the earlier code, run side by side")
     parser.add_argument("--instructions", action="store_true",
                         help="also count each case's instructions under valgrind (once each)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time the serial runs' episodes: the run's CPU outside them")
     args = parser.parse_args()
     if args.instructions and shutil.which("valgrind") is None:  # before minutes of rounds
         raise SystemExit("--instructions needs valgrind on PATH (apt install valgrind)")
@@ -142,6 +174,11 @@ def main() -> None:
             cases["before: default experiment, serial"] = (serial, before_dir, before_env)
             cases["before: default experiment, collect"] = (["--collect-only"], before_dir,
                                                             before_env)
+        if args.floor:
+            for name in [n for n in cases if n.endswith("default experiment, serial")]:
+                case_args, cwd, case_env = cases[name]
+                clocked_args, clocked_env = with_clock(case_args, case_env)
+                cases[name] = (clocked_args, cwd, clocked_env)
         if args.parallel:
             cases["default experiment, -n 2"] = (parallel, ROOT, env)
             cases["trivial tests, -n 2"] = ([*BARE, "-n", "2"], trivial, env)
@@ -160,6 +197,11 @@ def main() -> None:
         if args.instructions:
             for name, (case_args, cwd, case_env) in cases.items():
                 counted[name] = instructions(case_args, cwd, case_env)
+            if args.floor:  # the episodes' own count: a run that runs each twice, less one
+                for name in [n for n in cases if n.endswith("default experiment, serial")]:
+                    case_args, cwd, case_env = cases[name]
+                    counted[f"{name}, episodes twice"] = instructions(
+                        case_args, cwd, {**case_env, "LIMBO_BENCH_EPISODES_TWICE": "1"})
     print(f"{n} items, median of {args.rounds} alternating rounds, byte code {args.bytecode}; "
           f"load average {before} before, {after} after")
     for label, tree in [("after", ROOT), ("before", before_dir)]:
@@ -188,13 +230,32 @@ def main() -> None:
         print(f"ratio {label}: CPU {cpu[limbo] / cpu[bare]:.2f}, "
               f"wall {wall[limbo] / wall[bare]:.2f}  "
               f"(CPU per item above bare: {(cpu[limbo] - cpu[bare]) / n * 1000:.2f} ms)")
+    if args.floor:
+        print("outside the episodes (the run's CPU less the CPU inside run_episode):")
+        for name in [n for n in cases if n.endswith("default experiment, serial")]:
+            seen = {r.episodes for r in runs[name]}
+            if seen != {n}:
+                raise SystemExit(f"{name}: the episode clock saw {seen} episodes, not {n}")
+            episodes = statistics.median(r.episode_cpu_s or 0.0 for r in runs[name])
+            outside = statistics.median(r.cpu_s - (r.episode_cpu_s or 0.0) for r in runs[name])
+            bare_cpu = cpu["trivial tests, serial"]
+            print(f"  {name:38} episodes {episodes:.2f} s ({episodes / n * 1000:.2f} ms each, "
+                  f"{episodes / bare_cpu:.2f}x the bare run); outside them {outside:.2f} s = "
+                  f"{outside / bare_cpu:.2f}x the bare run")
     if counted:
         print("instructions (cachegrind, one run each):")
-        for name in cases:
+        for name in counted:
             print(f"  {name:38} {counted[name] / 1e9:7.3f} G")
         for label, limbo, bare in pairs:
             print(f"ratio {label}: instructions {counted[limbo] / counted[bare]:.2f}  "
                   f"({(counted[limbo] - counted[bare]) / n / 1e6:.2f} M per item above bare)")
+        for name in [n for n in cases if f"{n}, episodes twice" in counted]:
+            episodes = counted[f"{name}, episodes twice"] - counted[name]
+            outside = counted[name] - episodes
+            bare_count = counted["trivial tests, serial"]
+            print(f"{name}: episodes {episodes / 1e9:.3f} G ({episodes / n / 1e6:.2f} M each, "
+                  f"{episodes / bare_count:.2f}x the bare run); outside them "
+                  f"{outside / 1e9:.3f} G = {outside / bare_count:.2f}x the bare run")
 
 
 if __name__ == "__main__":

@@ -144,7 +144,10 @@ def main() -> None:
             profiler.start()
         import pytest
 
-        exit_code = pytest.main(["-q", "-p", "no:cacheprovider", *pytest_args],
+        # timing the episodes imports Limbo before pytest starts, too late for the assertion
+        # rewriter (which Limbo opts out of anyway): its warning would only add a summary
+        quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+        exit_code = pytest.main(["-q", "-p", "no:cacheprovider", *quiet, *pytest_args],
                                 plugins=[clock])
         end = time.perf_counter()
         end_cpu = time.process_time()

@@ -108,6 +108,22 @@ def test_the_scrubber_is_rebuilt_when_a_credential_changes_not_any_variable(
     assert fresh in scrubbing.scrub(f"key {fresh}")
 
 
+def test_a_known_credential_variable_is_followed_through_changes_and_removal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A credential name is classified once; its value is still read at every check: a new
+    value, a removal and a return are each seen at the next scrub."""
+    first, second = "ant-limbo-fake-first-5d0a13c7", "ant-limbo-fake-second-77e1b9f0"
+    assert scrubbing.scrub(f"a {first}") == f"a {first}"
+    monkeypatch.setenv("SERVICE_API_TOKEN", first)
+    assert scrubbing.scrub(f"a {first}") == "a [secret SERVICE_API_TOKEN]"
+    monkeypatch.setenv("SERVICE_API_TOKEN", second)
+    assert scrubbing.scrub(f"a {second}") == "a [secret SERVICE_API_TOKEN]"
+    monkeypatch.delenv("SERVICE_API_TOKEN")
+    assert scrubbing.scrub(f"a {second}") == f"a {second}"
+    monkeypatch.setenv("SERVICE_API_TOKEN", second)
+    assert scrubbing.scrub(f"a {second}") == "a [secret SERVICE_API_TOKEN]"
+
+
 def test_credentials_come_from_credential_names_and_options() -> None:
     assert [name for name in ("OPENAI_API_KEY", "WATSONX_APIKEY", "AWS_SESSION_TOKEN",
                               "AZURE_CLIENT_SECRET", "CLARIFAI_PAT", "HF_TOKEN", "HOME",
