@@ -33,6 +33,7 @@ from typing import Any, cast
 
 from limbo_plugin.realmcp.audit import command_after_dashes
 from limbo_plugin.realmcp.config import ConfigError, GuardConfig, definitions, load_config
+from limbo_plugin.realmcp.deep_answers import UNREADABLE_ANSWER
 from limbo_plugin.realmcp.results import to_mcp_result, to_tool_result
 from limbo_plugin.realmcp.upstream import (
     Upstream,
@@ -117,6 +118,8 @@ class UpstreamTransport:
                               f"{self.timeout_s:g}s")
         except UpstreamError as exc:  # one line: the call and the status it was refused with
             # without the server's address, which is the operator's (a URL may carry a secret)
+            if UNREADABLE_ANSWER in exc.problem:  # it was forwarded: say what came back
+                return tool_error("upstream", exc.problem)
             return tool_error("upstream", f"the call could not be forwarded: {exc.problem}")
         except Exception as exc:
             return tool_error("upstream", f"the call could not be forwarded: {describe(exc)}")

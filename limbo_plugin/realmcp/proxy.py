@@ -26,6 +26,7 @@ answered. ``limbo proxy report LOG`` reads it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import random
@@ -45,6 +46,7 @@ from limbo_plugin.realmcp.rules import RulesError, load_rules
 from limbo_plugin.realmcp.upstream import (
     Upstream,
     UpstreamError,
+    call_tool,
     connect,
     list_tools,
     upstream_from_args,
@@ -126,9 +128,10 @@ class FaultProxy:
 
     def __init__(self, client: Any, tools: list[Any], *, mode: str, schedule: Schedule,
                  log: ProxyLog, late_delay_s: float, redelivery_after_s: float,
-                 task_group: Any, writes: dict[str, bool], keys: dict[str, str | None]
-                 ) -> None:
+                 task_group: Any, writes: dict[str, bool], keys: dict[str, str | None],
+                 upstream: Upstream | None = None) -> None:
         self.client, self.tools, self.mode = client, tools, mode
+        self.upstream = upstream or Upstream()
         self.schedule, self.log = schedule, log
         self.late_delay_s, self.redelivery_after_s = late_delay_s, redelivery_after_s
         self.task_group = task_group
@@ -139,6 +142,7 @@ class FaultProxy:
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
         import anyio
         import mcp_types as types
+        from mcp.shared.exceptions import MCPError
 
         write = self.writes.get(name, False)
         key = self.keys.get(name)
@@ -160,7 +164,8 @@ class FaultProxy:
         if self.mode == "timeout_late":
             async def late() -> None:
                 await anyio.sleep(self.late_delay_s)
-                await self._forward(name, arguments, common, "late", None)
+                with contextlib.suppress(MCPError):  # logged; nobody awaits its answer
+                    await self._forward(name, arguments, common, "late", None)
 
             self.log.entry(**common, forwarded=False, delivery="original", server=None,
                            client_saw="timeout (forwarded later)")
@@ -171,7 +176,8 @@ class FaultProxy:
 
             async def again() -> None:
                 await anyio.sleep(self.redelivery_after_s)
-                await self._forward(name, arguments, common, "redelivery", None)
+                with contextlib.suppress(MCPError):  # logged; nobody awaits its answer
+                    await self._forward(name, arguments, common, "redelivery", None)
 
             self.task_group.start_soon(again)
             return result
@@ -181,15 +187,18 @@ class FaultProxy:
 
     async def _forward(self, name: str, arguments: dict[str, Any], common: dict[str, Any],
                        delivery: str, client_saw: str | None) -> Any:
-        try:
-            result = await self.client.call_tool(name, arguments)
-        except Exception as exc:
-            from limbo_plugin.realmcp.upstream import describe
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import INTERNAL_ERROR
 
+        try:
+            result = await call_tool(self.client, self.upstream, name, arguments)
+        except UpstreamError as exc:
+            # one line that names an HTTP refusal's status (a token expired mid-session), as
+            # the guard's does; without the server's address, which is the operator's
             self.log.entry(**common, forwarded=True, delivery=delivery,
-                           server={"is_error": True, "failed": describe(exc)},
+                           server={"is_error": True, "failed": exc.problem},
                            client_saw=client_saw)
-            raise
+            raise MCPError(code=INTERNAL_ERROR, message=exc.problem) from None
         self.log.entry(**common, forwarded=True, delivery=delivery,
                        server={"is_error": bool(result.is_error),
                                "text": result_text(result)[:500]},
@@ -226,7 +235,8 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
                                    schedule=Schedule(args.seed, args.rate), log=log,
                                    late_delay_s=args.late_delay,
                                    redelivery_after_s=args.redelivery_after,
-                                   task_group=group, writes=writes, keys=keys)
+                                   task_group=group, writes=writes, keys=keys,
+                                   upstream=upstream)
 
                 async def on_list(ctx: Any, params: Any) -> Any:
                     return types.ListToolsResult(tools=tools)

@@ -176,10 +176,12 @@ def _transport(upstream: Upstream, errlog: Any, answers: HttpAnswers) -> Any:
         return streamable_http_client(upstream.url, http_client=http)
     from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
+    from limbo_plugin.realmcp.deep_answers import readable_answers
+
     env = {**get_default_environment(), **os.environ, **(upstream.env or {})}
     parameters = StdioServerParameters(command=upstream.command[0],
                                        args=list(upstream.command[1:]), env=env)
-    return stdio_client(parameters, errlog=errlog)
+    return readable_answers(stdio_client(parameters, errlog=errlog))
 
 
 async def list_tools(client: Any, upstream: Upstream) -> list[Any]:
