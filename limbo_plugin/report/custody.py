@@ -101,9 +101,15 @@ class RecordsLock:
         self._handle: IO[str] | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            handle = self.path.open("a+", encoding="utf-8")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                handle = self.path.open("a+", encoding="utf-8")
+            except OSError as exc:  # no such folder can be made, read-only, not a folder
+                raise UsageError(
+                    f"{self.option}: cannot write beside {shown(self.records)} "
+                    f"({exc.strerror or exc}); give a path in a folder this user can "
+                    "write") from None
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

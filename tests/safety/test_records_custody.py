@@ -48,6 +48,17 @@ def recorded(project: pytest.Pytester) -> Path:
     return path
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_records_path_that_cannot_be_written_is_one_line_before_any_episode(
+        project: pytest.Pytester) -> None:
+    """In /proc no file can be made, whoever runs the test (root may write almost anywhere
+    else): the lock beside the records cannot be made. It was the OSError's own text."""
+    error = usage_error(project.runpytest(*ONE, "--limbo-records=/proc/limbo-run.jsonl"))
+    assert error.startswith("ERROR: --limbo-records: cannot write beside "
+                            "/proc/limbo-run.jsonl ("), error
+    assert error.endswith("give a path in a folder this user can write"), error
+
+
 @pytest.mark.parametrize("resume", [True, False])
 def test_a_file_that_is_not_records_is_neither_cut_nor_moved(
         project: pytest.Pytester, resume: bool) -> None:
