@@ -252,9 +252,13 @@ def line_problem(raw: bytes) -> str:
     except UnicodeDecodeError as exc:
         return f"not an episode record (invalid UTF-8 at byte {exc.start})"
     try:
-        version = json.loads(text).get("schema_version")
+        document = json.loads(text)
+        version = document.get("schema_version")
     except (ValueError, AttributeError, RecursionError):
         return "not an episode record (not a JSON object)"
+    if version is None and "episode_id" not in document:  # no record of any version
+        return ("not an episode record (no schema_version or episode_id field); expected one "
+                "JSON EpisodeRecord per line, as pytest --limbo-records writes")
     if version != RECORD_SCHEMA_VERSION:
         return (f"record schema version {version}; this Limbo reads version "
                 f"{RECORD_SCHEMA_VERSION} (re-run those episodes to record them anew)")
