@@ -65,8 +65,16 @@ def serve(directory: Path, *, port: int = 0, open_browser: bool = True,
           page: str = "index.html", say: Callable[[str], None] = print,
           ready: Callable[[ThreadingHTTPServer], None] | None = None) -> int:
     """Serve ``directory`` on 127.0.0.1 until Ctrl-C; returns 0."""
+    from limbo_plugin.errors import UsageError
+
     handler = functools.partial(QuietHandler, directory=str(directory))
-    with ThreadingHTTPServer((HOST, port), handler) as server:
+    try:
+        server = ThreadingHTTPServer((HOST, port), handler)
+    except OSError as exc:  # the port is taken, or one this user may not bind
+        raise UsageError(f"--port {port}: cannot serve on {HOST}:{port} "
+                         f"({exc.strerror or exc}); give another port, or 0 for a free "
+                         "one") from None
+    with server:
         url = f"http://{HOST}:{server.server_address[1]}/{page}"
         say(f"Serving {directory} at {url} (Ctrl-C to stop)")
         sys.stdout.flush()
@@ -82,7 +90,9 @@ def serve(directory: Path, *, port: int = 0, open_browser: bool = True,
 
 
 def add_arguments(parser: Any) -> None:
-    parser.add_argument("--port", type=int, default=0,
+    from limbo_plugin.server.serving import port_number
+
+    parser.add_argument("--port", type=port_number, default=0,
                         help="port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--no-browser", action="store_true",
                         help="print the URL only; do not open a browser")

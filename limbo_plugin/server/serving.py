@@ -58,6 +58,19 @@ def check_host(host: str, allow_remote: bool) -> None:
                          "pass --allow-remote to serve on it anyway")
 
 
+def port_number(text: str) -> int:
+    """``--port``'s type: a TCP port, 0 for a free one (argparse's one-line error otherwise,
+    where the socket's own was an ``OverflowError`` traceback)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port number from 0 to 65535 (0: a free one), "
+                                         f"got {text!r}")
+    return port
+
+
 def check_serving_arguments(args: argparse.Namespace) -> str | None:
     """The checks of :func:`add_serving_arguments`' options, before anything is started; the
     bearer token clients must send (``--bearer-env``), if any."""
@@ -167,7 +180,7 @@ def add_serving_arguments(parser: argparse.ArgumentParser, *, bearer: bool = Fal
                         help="how clients reach this server (default stdio)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="streamable-http only: a loopback address unless --allow-remote")
-    parser.add_argument("--port", type=int, default=0,
+    parser.add_argument("--port", type=port_number, default=0,
                         help="streamable-http only; 0 picks a free port")
     parser.add_argument("--allow-remote", action="store_true",
                         help="streamable-http only: allow a --host other machines can reach")

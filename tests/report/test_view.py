@@ -93,6 +93,33 @@ def test_view_of_a_missing_file_is_one_line(tmp_path: Path) -> None:
     assert done.stderr.strip().count("\n") == 0 and "nope.jsonl does not exist" in done.stderr
 
 
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_a_port_out_of_range_is_one_line(port: str, tmp_path: Path) -> None:
+    """It was the socket's ``OverflowError`` traceback, after the report was built."""
+    done = subprocess.run(limbo("view", str(tmp_path / "nope.jsonl"), "--port", port),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().count("\n") == 0
+    assert (f"argument --port: a port number from 0 to 65535 (0: a free one), got {port!r}"
+            in done.stderr), done.stderr
+
+
+def test_a_port_in_use_is_one_line_naming_it(tmp_path: Path) -> None:
+    import socket
+
+    from limbo_plugin.errors import UsageError
+    from limbo_plugin.report.view import serve
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(UsageError) as refused:
+            serve(tmp_path, port=port, open_browser=False)
+    assert str(refused.value) == (f"--port {port}: cannot serve on 127.0.0.1:{port} (Address "
+                                  "already in use); give another port, or 0 for a free one")
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("npx") is None, reason="no npx (Node.js) on this machine")
 def test_allure_is_served_not_left_on_file(project: pytest.Pytester, served: list[Served],

@@ -115,6 +115,21 @@ def test_a_host_other_machines_reach_is_refused_without_allow_remote(
     assert "--allow-remote" in lines[0]
 
 
+@pytest.mark.parametrize(("command", "server"), [
+    (["mcp", "--url", "http://127.0.0.1:9"], []),
+    (["guard"], ["--", sys.executable, "-c", "pass"]),
+    (["proxy", "--inject", "timeout_post"], ["--", sys.executable, "-c", "pass"]),
+])
+def test_a_port_out_of_range_is_one_line_before_anything_starts(
+        command: list[str], server: list[str]) -> None:
+    done = _limbo(*command, "--transport", "streamable-http", "--port", "70000", *server)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "argument --port: a port number from 0 to 65535 (0: a free one), got '70000'" in \
+        lines[0]
+
+
 def test_allow_remote_serves_every_interface_and_still_wants_the_token() -> None:
     def body(session: AgentSession) -> Any:
         with shared_sandbox().episode(session) as lease:
