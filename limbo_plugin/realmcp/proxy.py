@@ -172,18 +172,21 @@ class FaultProxy:
             self.task_group.start_soon(late)
             return timeout
         if self.mode == "redelivery":
-            result = await self._forward(name, arguments, common, "original", "server")
-
             async def again() -> None:
                 await anyio.sleep(self.redelivery_after_s)
                 with contextlib.suppress(MCPError):  # logged; nobody awaits its answer
                     await self._forward(name, arguments, common, "redelivery", None)
 
-            self.task_group.start_soon(again)
-            return result
+            try:  # the client sees the first copy's answer, a failure included
+                return await self._forward(name, arguments, common, "original", "server")
+            finally:  # the transport delivers the second copy whatever the first's answer
+                self.task_group.start_soon(again)
         saw = "timeout" if self.mode == "timeout_post" else "http 500"
-        await self._forward(name, arguments, common, "original", saw)
-        return timeout  # timeout_post and http500_post: the server's answer is lost
+        # timeout_post and http500_post: the server's answer is lost, a failure included (the
+        # log keeps it); the client sees the injected fault, as the log says it did
+        with contextlib.suppress(MCPError):
+            await self._forward(name, arguments, common, "original", saw)
+        return timeout
 
     async def _forward(self, name: str, arguments: dict[str, Any], common: dict[str, Any],
                        delivery: str, client_saw: str | None) -> Any:

@@ -5,6 +5,10 @@ The server here is a stub that answers ``deep`` with a result nested 400 levels 
 SDK's parser gives up at about 200) and ``flat`` with an ordinary one. It runs as a real
 subprocess behind the SDK's real stdio client, through ``limbo proxy`` and ``limbo guard`` as a
 user runs them.
+
+Such a failed forward also shows how the proxy's faults treat a failure: a lost answer is lost
+whatever it was, a redelivered call is delivered twice whatever the first copy's answer, and a
+copy nobody awaits does not end the proxy's session.
 """
 
 from __future__ import annotations
@@ -118,6 +122,10 @@ def call_through(front: list[str], tool: str, errlog: Any) -> str:
 def test_through_proxy_and_guard_the_agent_is_told_the_answer_was_unreadable(
         command: list[str], stub: list[str], tmp_path: Path) -> None:
     extra = ["--log", str(tmp_path / "proxy.jsonl")] if command[0] == "proxy" else []
+    if command[0] == "proxy":  # forwarded as it is: a read, which the proxy never faults
+        config = tmp_path / "reads.yaml"
+        config.write_text("tools:\n  - tool: deep\n    writes: false\n", encoding="utf-8")
+        extra += ["--config", str(config)]
     front = [sys.executable, "-m", "limbo_plugin.cli", *command, *extra, "--", *stub]
     with (tmp_path / "stderr.txt").open("w+", encoding="utf-8") as errlog:
         told = call_through(front, "deep", errlog)
@@ -202,9 +210,11 @@ def test_a_forwarded_call_refused_mid_session_names_the_status(tmp_path: Path) -
     from realkit import mcp_stub
 
     token = "proxy-mid-session-token-51ac"
+    config = tmp_path / "reads.yaml"  # forwarded as it is: a read, which is never faulted
+    config.write_text("tools:\n  - tool: echo\n    writes: false\n", encoding="utf-8")
     with mcp_stub(token=token, refuse={"tools/call": 401}) as url:
         front = [sys.executable, "-m", "limbo_plugin.cli", "proxy", "--inject", "timeout_post",
-                 "--log", str(tmp_path / "proxy.jsonl"), "--url", url,
+                 "--config", str(config), "--log", str(tmp_path / "proxy.jsonl"), "--url", url,
                  "--header", f"Authorization: Bearer {token}"]
         with (tmp_path / "stderr.txt").open("w+", encoding="utf-8") as errlog:
             told = call_through(front, "echo", errlog)
@@ -213,3 +223,65 @@ def test_a_forwarded_call_refused_mid_session_names_the_status(tmp_path: Path) -
     assert token not in told and url not in told
     entries = (tmp_path / "proxy.jsonl").read_text(encoding="utf-8")
     assert "answered HTTP 401" in entries and token not in entries
+
+
+def proxy_through(stub: list[str], tmp_path: Path, mode: str, *extra: str
+                  ) -> tuple[list[str], Path]:
+    """``limbo proxy --inject mode`` on the stub, with ``deep`` a write and ``flat`` none."""
+    config = tmp_path / "writes.yaml"
+    config.write_text("tools:\n  - tool: deep\n    writes: true\n"
+                      "  - tool: flat\n    writes: false\n", encoding="utf-8")
+    log = tmp_path / f"{mode}.jsonl"
+    return ([sys.executable, "-m", "limbo_plugin.cli", "proxy", "--inject", mode, *extra,
+             "--config", str(config), "--log", str(log), "--", *stub], log)
+
+
+def logged(log: Path, delivery: str) -> list[dict[str, Any]]:
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    return [e for e in map(json.loads, lines) if e.get("delivery") == delivery]
+
+
+@pytest.mark.parametrize("mode", ["timeout_post", "http500_post"])
+def test_a_lost_answer_is_lost_even_when_it_is_a_failure(mode: str, stub: list[str],
+                                                        tmp_path: Path) -> None:
+    """The server's answer never reaches the client under these modes: a failure (here, an
+    answer too deep to read) is lost too. The client sees the injected fault, as the log
+    says; it used to see the failure while the log said it saw the fault."""
+    front, log = proxy_through(stub, tmp_path, mode)
+    with (tmp_path / "stderr.txt").open("w+", encoding="utf-8") as errlog:
+        told = call_through(front, "deep", errlog)
+    assert told.startswith("tool error: "), told
+    assert "nests more than" not in told, told
+    entry = logged(log, "original")[0]
+    assert entry["client_saw"] == ("timeout" if mode == "timeout_post" else "http 500")
+    assert entry["server"]["is_error"] and "nests more than" in entry["server"]["failed"]
+
+
+def test_a_redelivered_call_is_delivered_twice_even_when_the_first_answer_fails(
+        stub: list[str], tmp_path: Path) -> None:
+    """A transport that redelivers does so whatever the first copy's answer was: the client
+    sees that answer (here a failure) and the server still gets the second copy."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.shared.exceptions import MCPError
+
+    front, log = proxy_through(stub, tmp_path, "redelivery", "--redelivery-after", "0")
+
+    async def main() -> str:
+        parameters = StdioServerParameters(command=front[0], args=front[1:])
+        async with Client(stdio_client(parameters),
+                          read_timeout_seconds=HANG_LIMIT_S) as client:
+            try:
+                await client.call_tool("deep", {})
+                told = "no error"
+            except MCPError as error:
+                told = str(error)
+            with anyio.fail_after(HANG_LIMIT_S):  # the second copy's answer is logged
+                while not logged(log, "redelivery"):
+                    await anyio.sleep(0.05)
+            return told
+
+    told = anyio.run(main)
+    assert "nests more than" in told, told
+    second = logged(log, "redelivery")[0]
+    assert second["forwarded"] and second["tool"] == "deep"
