@@ -17,6 +17,7 @@ Heavy libraries (matplotlib, jinja2, statsmodels) are imported here, on the repo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -93,6 +94,20 @@ def keep_earlier_report(out: Path) -> Path | None:
     return target
 
 
+def _make_folder(out: Path) -> bool:
+    """Make the report's folder now, before the records are read, so that a folder that
+    cannot be made is said first, in one line; whether it was made here."""
+    if out.exists() or out.is_symlink():
+        return False  # keep_earlier_report checks what is there
+    try:
+        out.mkdir(parents=True)
+    except OSError as exc:
+        raise LimboError(f"--out {out}: cannot make the report's folder "
+                         f"({exc.strerror or exc}); give a folder this user can write"
+                         ) from None
+    return True
+
+
 def _require(module: str) -> None:
     import importlib.util
 
@@ -110,12 +125,19 @@ def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
     from limbo_plugin.report.figures import build_figures
     from limbo_plugin.report.html import render_html
 
-    loaded = load_records(paths, SpecFacts.of(registry))
-    if not loaded.rows:
-        raise LimboError(f"no graded episode in {', '.join(str(p) for p in paths)} "
-                         f"({loaded.read} record(s) read, {loaded.errors_dropped} "
-                         "infrastructure error(s))")
     out = Path(out)
+    made = _make_folder(out)
+    try:
+        loaded = load_records(paths, SpecFacts.of(registry))
+        if not loaded.rows:
+            raise LimboError(f"no graded episode in {', '.join(str(p) for p in paths)} "
+                             f"({loaded.read} record(s) read, {loaded.errors_dropped} "
+                             "infrastructure error(s))")
+    except BaseException:
+        if made:  # nothing was written: leave no empty folder behind
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        raise
     kept_previous = keep_earlier_report(out)
     tables = build_tables(loaded.rows, loaded.repeats, registry)
     for table in tables:

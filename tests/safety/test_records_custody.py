@@ -231,6 +231,27 @@ def test_a_second_report_keeps_the_first_in_history(tmp_path: Path, recorded: Pa
     assert any("previous report is kept in" in line for line in second.lines())
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_report_folder_that_cannot_be_made_is_one_line_before_the_records_are_read(
+        tmp_path: Path, registry: SpecRegistry) -> None:
+    """It was the OSError's own text, after every record had been read; the records here
+    are not even there, and the folder is what is named."""
+    with pytest.raises(LimboError) as refused:
+        make_report([tmp_path / "never-read.jsonl"], registry, "/proc/limbo-report")
+    assert str(refused.value) == ("--out /proc/limbo-report: cannot make the report's folder "
+                                  "(No such file or directory); give a folder this user can "
+                                  "write")
+
+
+def test_a_report_that_fails_leaves_no_empty_folder(tmp_path: Path,
+                                                    registry: SpecRegistry) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(LimboError):
+        make_report([empty], registry, tmp_path / "new" / "report")
+    assert not (tmp_path / "new" / "report").exists()
+
+
 def test_a_folder_that_is_not_a_report_is_refused(tmp_path: Path, recorded: Path,
                                                   registry: SpecRegistry) -> None:
     out = tmp_path / "thesis"
