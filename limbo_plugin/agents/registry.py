@@ -187,11 +187,13 @@ def agent_kind(spec: str) -> tuple[AgentKind, str]:
                      + ", ".join(kind.form for kind in kinds.values()))
 
 
-def check_agent(spec: str) -> None:
-    """Raise :class:`UsageError`, naming the valid forms, when ``spec`` is not an agent."""
+def check_agent(spec: str, *, installed: bool = True) -> None:
+    """Raise :class:`UsageError`, naming the valid forms, when ``spec`` is not an agent; with
+    ``installed``, also when the extra it runs on is missing (``limbo plan`` prices an agent
+    without running it, so it checks the form alone)."""
     kind, rest = agent_kind(spec)
     kind.check(rest)
-    if kind.extra is not None:
+    if installed and kind.extra is not None:
         require(kind.extra, f"agent {spec!r}")
 
 

@@ -125,6 +125,10 @@ def run_command(args: argparse.Namespace, registry: Any) -> int:
                          "give one")
     usage = load_usage(args.cassette) if args.cassette is not None else None
     experiment = load_experiment(find_experiment(args.experiment, registry), registry)
+    if args.agent:  # a mistyped agent is said, not priced at $0
+        from limbo_plugin.agents.registry import check_agent
+
+        check_agent(args.agent, installed=False)
     overrides = {"agent": args.agent} if args.agent else {}
     episodes = experiment.episodes(registry, overrides, RunConfig())
     modes: dict[str, list[str]] = {}

@@ -28,6 +28,21 @@ def test_a_scripted_agent_costs_nothing(capsys: pytest.CaptureFixture[str]) -> N
     assert "scripted:verify_first: 854 episodes, ~0 model calls, ~0 tokens, $0.00" in out
 
 
+@pytest.mark.parametrize(("agent", "message"), [
+    ("scripted:nope", "unknown agent 'scripted:nope'; scripted policies: scripted:blind_retry"),
+    ("nope", "unknown agent 'nope'; valid forms: scripted:<policy>"),
+    ("harness:nope:x", "unknown harness 'nope'; known: codex, copilot, hermes"),
+    ("litellm:", "agent 'litellm:' needs a model"),
+])
+def test_an_agent_that_does_not_exist_is_refused_not_priced(
+        agent: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """It was priced: a mistyped policy at $0, a mistyped harness at "unknown"."""
+    assert main(["plan", "--experiment", "e1", "--agent", agent]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1, captured
+    assert captured.err.startswith(f"limbo: {message}"), captured.err
+
+
 def test_a_model_is_priced_from_litellms_map(capsys: pytest.CaptureFixture[str]) -> None:
     price = import_litellm().model_cost["gpt-4o"]
     expected = 854 * 12_000 * (0.9 * price["input_cost_per_token"]
