@@ -307,7 +307,7 @@ def classify(exc: BaseException) -> tuple[bool, float | None]:
     """
     names = {cls.__name__ for cls in type(exc).__mro__}
     retry_after = retry_after_s(exc)
-    if names & FATAL_NAMES:
+    if names & FATAL_NAMES or client_configuration_error(exc):
         return False, retry_after
     if names & TRANSIENT_NAMES:
         return True, retry_after
@@ -315,6 +315,22 @@ def classify(exc: BaseException) -> tuple[bool, float | None]:
     if isinstance(status, int):
         return status in RETRYABLE_STATUS or status >= 500, retry_after
     return False, retry_after
+
+
+def client_configuration_error(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from the OpenAI SDK's own configuration, before any request: its
+    bare ``OpenAIError`` (a missing ``api_key`` is the usual one; every error of a request is a
+    subclass). litellm wraps it in an ``InternalServerError`` of status 500, which would be
+    retried with backoff for minutes per model call, however often it is tried."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        kind = type(cause)
+        if kind.__name__ == "OpenAIError" and kind.__module__.split(".")[0] == "openai":
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def retry_after_s(exc: BaseException) -> float | None:

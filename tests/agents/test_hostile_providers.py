@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from scaffoldkit import AGENT, WORLDS, run_model
 
+from limbo_plugin.agents.base import InfrastructureError
 from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.provider import DEFAULT_CALL_TIMEOUT_S, LiteLLMProvider
 from limbo_plugin.episode import run_episode
@@ -134,3 +135,19 @@ def test_the_wall_clock_limit_is_not_swallowed_by_a_catch_all(registry: SpecRegi
     # The limit was not retried as a provider error (a retry would be a second request, then a
     # ten-minute wait).
     assert len(openai_server.requests) <= 1
+
+
+def test_a_missing_api_key_is_said_at_once_not_retried_for_minutes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """litellm reports the OpenAI SDK's missing-key error as an InternalServerError (status
+    500), which the retry loop took for a provider outage: eight attempts with backoff, minutes
+    per model call, before the episode said anything. Nothing here reaches the network: the
+    SDK refuses before any request."""
+    for variable in ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    slept: list[float] = []
+    provider = LiteLLMProvider("openai/gpt-4o", retries=8, sleep=slept.append)
+    with pytest.raises(InfrastructureError) as failed:
+        provider.complete([{"role": "user", "content": "hi"}], [])
+    assert slept == [], "not retried"
+    assert "OPENAI_API_KEY" in str(failed.value) and "giving up" not in str(failed.value)
