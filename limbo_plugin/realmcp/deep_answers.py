@@ -33,9 +33,9 @@ UNREADABLE_ANSWER = (
 """The error a request gets in place of such an answer."""
 
 
-def too_deep_answer(error: BaseException) -> tuple[Any, str] | None:
+def too_deep_answer(error: BaseException) -> str | int | None:
     """For the SDK's parse error of a line that nests too deep and holds an answer (a result or
-    an error of a request), that request's id and the line; else ``None``."""
+    an error of a request), that request's id; else ``None``."""
     import pydantic
     import pydantic_core
 
@@ -59,19 +59,18 @@ def too_deep_answer(error: BaseException) -> tuple[Any, str] | None:
     request_id = message.get("id")
     if not isinstance(request_id, str | int) or isinstance(request_id, bool):
         return None
-    return request_id, text
+    return request_id
 
 
 def error_in_place(error: BaseException) -> Any:
     """What the session reads in place of the SDK's parse ``error``: an error answer of the
     request whose answer was too deep to read, or ``error`` itself."""
-    found = too_deep_answer(error)
-    if found is None:
+    request_id = too_deep_answer(error)
+    if request_id is None:
         return error
     import mcp_types as types
     from mcp.shared.message import SessionMessage
 
-    request_id, _ = found
     return SessionMessage(types.JSONRPCError(
         jsonrpc="2.0", id=request_id,
         error=types.ErrorData(code=types.PARSE_ERROR, message=UNREADABLE_ANSWER)))

@@ -155,7 +155,7 @@ def test_only_a_too_deep_answer_is_replaced() -> None:
 
     deep = "[" * 400 + "]" * 400
     answer = parse_error('{"jsonrpc": "2.0", "id": 7, "result": {"x": ' + deep + "}}")
-    assert too_deep_answer(answer) is not None
+    assert too_deep_answer(answer) == 7
     replaced = error_in_place(answer)
     assert replaced.message.id == 7 and replaced.message.error.message == UNREADABLE_ANSWER
     request = parse_error('{"jsonrpc": "2.0", "id": 3, "method": "sampling/createMessage", '
