@@ -318,16 +318,24 @@ def classify(exc: BaseException) -> tuple[bool, float | None]:
 
 
 def client_configuration_error(exc: BaseException) -> bool:
-    """Whether ``exc`` comes from the OpenAI SDK's own configuration, before any request: its
-    bare ``OpenAIError`` (a missing ``api_key`` is the usual one; every error of a request is a
-    subclass). litellm wraps it in an ``InternalServerError`` of status 500, which would be
-    retried with backoff for minutes per model call, however often it is tried."""
+    """Whether ``exc`` is a configuration error raised before any request was sent, which no
+    retry can mend, whatever litellm wraps it in:
+
+    - the OpenAI SDK's bare ``OpenAIError`` (a missing ``api_key``; every error of a request
+      is a subclass), which litellm reports as an ``InternalServerError`` of status 500;
+    - a plain ``ValueError`` or ``TypeError`` of litellm's own ("Missing Gemini API key"),
+      which it reports as an ``APIConnectionError``.
+
+    Either used to be retried with backoff, minutes per model call, before the episode said
+    anything."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
         kind = type(cause)
         if kind.__name__ == "OpenAIError" and kind.__module__.split(".")[0] == "openai":
+            return True
+        if kind in (ValueError, TypeError):  # exactly: a JSON decode error is a subclass
             return True
         cause = cause.__cause__ or cause.__context__
     return False

@@ -137,17 +137,21 @@ def test_the_wall_clock_limit_is_not_swallowed_by_a_catch_all(registry: SpecRegi
     assert len(openai_server.requests) <= 1
 
 
+@pytest.mark.parametrize(("model", "variables"), [
+    ("openai/gpt-4o", ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY")),
+    ("gemini/gemini-1.5-pro", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+])
 def test_a_missing_api_key_is_said_at_once_not_retried_for_minutes(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        model: str, variables: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:
     """litellm reports the OpenAI SDK's missing-key error as an InternalServerError (status
-    500), which the retry loop took for a provider outage: eight attempts with backoff, minutes
-    per model call, before the episode said anything. Nothing here reaches the network: the
-    SDK refuses before any request."""
-    for variable in ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"):
+    500), and its own for Gemini as an APIConnectionError; the retry loop took both for a
+    provider outage: eight attempts with backoff, minutes per model call, before the episode
+    said anything. Nothing here reaches the network: the key is missed before any request."""
+    for variable in variables:
         monkeypatch.delenv(variable, raising=False)
     slept: list[float] = []
-    provider = LiteLLMProvider("openai/gpt-4o", retries=8, sleep=slept.append)
+    provider = LiteLLMProvider(model, retries=8, sleep=slept.append)
     with pytest.raises(InfrastructureError) as failed:
         provider.complete([{"role": "user", "content": "hi"}], [])
     assert slept == [], "not retried"
-    assert "OPENAI_API_KEY" in str(failed.value) and "giving up" not in str(failed.value)
+    assert variables[0] in str(failed.value) and "giving up" not in str(failed.value)
