@@ -323,22 +323,23 @@ def client_configuration_error(exc: BaseException) -> bool:
 
     - the OpenAI SDK's bare ``OpenAIError`` (a missing ``api_key``; every error of a request
       is a subclass), which litellm reports as an ``InternalServerError`` of status 500;
-    - a plain ``ValueError`` or ``TypeError`` of litellm's own ("Missing Gemini API key"),
-      which it reports as an ``APIConnectionError``.
+    - litellm's ``APIConnectionError`` around a plain ``ValueError`` or ``TypeError`` of its
+      own ("Missing Gemini API key"), where a connection that failed has a network error.
 
     Either used to be retried with backoff, minutes per model call, before the episode said
     anything."""
-    seen: set[int] = set()
+    chain: list[BaseException] = []
     cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        kind = type(cause)
+    while cause is not None and all(cause is not seen for seen in chain):
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for link in chain:
+        kind = type(link)
         if kind.__name__ == "OpenAIError" and kind.__module__.split(".")[0] == "openai":
             return True
-        if kind in (ValueError, TypeError):  # exactly: a JSON decode error is a subclass
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
+    names = {kind.__name__ for kind in type(exc).__mro__}
+    # exactly these: a JSON decode error (a garbled answer) is a subclass of ValueError
+    return "APIConnectionError" in names and type(chain[-1]) in (ValueError, TypeError)
 
 
 def retry_after_s(exc: BaseException) -> float | None:

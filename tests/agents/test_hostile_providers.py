@@ -13,7 +13,7 @@ from scaffoldkit import AGENT, WORLDS, run_model
 
 from limbo_plugin.agents.base import InfrastructureError
 from limbo_plugin.agents.options import AgentOptions
-from limbo_plugin.agents.provider import DEFAULT_CALL_TIMEOUT_S, LiteLLMProvider
+from limbo_plugin.agents.provider import DEFAULT_CALL_TIMEOUT_S, LiteLLMProvider, classify
 from limbo_plugin.episode import run_episode
 from limbo_plugin.records import EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
@@ -155,3 +155,31 @@ def test_a_missing_api_key_is_said_at_once_not_retried_for_minutes(
         provider.complete([{"role": "user", "content": "hi"}], [])
     assert slept == [], "not retried"
     assert variables[0] in str(failed.value) and "giving up" not in str(failed.value)
+
+
+def test_only_configuration_errors_skip_the_retries() -> None:
+    """A connection error with a network cause, and a rate limit raised while another error was
+    handled, are still retried; a connection error around litellm's own ValueError is not."""
+    import litellm
+    import openai
+
+    def raised(make: Any, inner: BaseException) -> BaseException:
+        """``make()`` raised while ``inner`` was handled, as litellm maps its errors."""
+        try:
+            try:
+                raise inner
+            except BaseException:
+                raise make()  # noqa: B904 - the implicit context is the point
+        except BaseException as error:
+            return error
+
+    def connection() -> BaseException:
+        return litellm.APIConnectionError(message="no", llm_provider="x", model="m")
+
+    def rate_limit() -> BaseException:
+        return litellm.RateLimitError(message="slow down", llm_provider="x", model="m")
+
+    assert classify(raised(connection, OSError("Name or service not known")))[0]
+    assert classify(raised(rate_limit, ValueError("parsed a header")))[0]
+    assert not classify(raised(connection, ValueError("Missing Gemini API key")))[0]
+    assert not classify(raised(connection, openai.OpenAIError("Missing credentials")))[0]
