@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -86,13 +85,11 @@ def test_a_deep_answer_fails_its_call_at_once_and_the_session_goes_on(stub: list
             after = await call_tool(client, upstream, "flat", {})
             return str(failed.value), after, names
 
-    started = time.monotonic()
     message, after, names = anyio.run(main)
     assert names == ["deep", "flat"]
     assert "calling deep" in message and UNREADABLE_ANSWER in message, message
     assert "may have taken effect" in message
     assert not after.is_error and after.content[0].text == "flat done"
-    assert time.monotonic() - started < HANG_LIMIT_S  # a hang limit: the old path timed out
 
 
 def call_through(front: list[str], tool: str, errlog: Any) -> str:
