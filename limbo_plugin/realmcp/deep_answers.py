@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from limbo_plugin.server.deep_lines import LINE_DEPTH, emptied_below
+from limbo_plugin.server.deep_lines import LINE_DEPTH, emptied_below, reply_id
 
 UNREADABLE_ANSWER = (
     f"the server answered, but its answer nests more than {LINE_DEPTH} levels deep, past what "
@@ -56,10 +56,7 @@ def too_deep_answer(error: BaseException) -> str | int | None:
     if not isinstance(message, dict) or "method" in message or \
             not ("result" in message or "error" in message):
         return None  # a request or notification of the server's: left as the SDK has it
-    request_id = message.get("id")
-    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-        return None
-    return request_id
+    return reply_id(message)
 
 
 def error_in_place(error: BaseException) -> Any:

@@ -129,9 +129,9 @@ class FaultProxy:
     def __init__(self, client: Any, tools: list[Any], *, mode: str, schedule: Schedule,
                  log: ProxyLog, late_delay_s: float, redelivery_after_s: float,
                  task_group: Any, writes: dict[str, bool], keys: dict[str, str | None],
-                 upstream: Upstream | None = None) -> None:
+                 upstream: Upstream) -> None:
         self.client, self.tools, self.mode = client, tools, mode
-        self.upstream = upstream or Upstream()
+        self.upstream = upstream
         self.schedule, self.log = schedule, log
         self.late_delay_s, self.redelivery_after_s = late_delay_s, redelivery_after_s
         self.task_group = task_group

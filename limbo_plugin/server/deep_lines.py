@@ -79,13 +79,20 @@ def readable_line(line: str, limit: int = LINE_DEPTH, *, empty: bool = True) -> 
 def _refused_request(message: Any) -> str | None:
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
         return None
-    request_id = message.get("id")
-    if not isinstance(request_id, int | str) or isinstance(request_id, bool):
-        return None  # a notification (or a response): nothing to answer
+    request_id = reply_id(message)
+    if request_id is None:
+        return None  # a notification: nothing to answer
     problem = (f"the request nests more than {LINE_DEPTH} levels deep, deeper than this server's"
                " MCP parser reads; it was not forwarded")
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": message["method"],
                        "params": {"_meta": {UNREADABLE: problem}}}) + "\n"
+
+
+def reply_id(message: Mapping[str, Any]) -> int | str | None:
+    """The id of a JSON-RPC message that a reply can carry (an integer or a string), or
+    ``None``: a notification, or an id no reply could name."""
+    found = message.get("id")
+    return found if isinstance(found, int | str) and not isinstance(found, bool) else None
 
 
 async def refuse_unreadable(ctx: Any, call_next: Any) -> Any:
