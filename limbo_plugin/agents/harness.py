@@ -59,6 +59,7 @@ from limbo_plugin.agents.harness_spec import (
 )
 from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.prompts import HARNESS_PREAMBLE, harness_prompt
+from limbo_plugin.bridge import BRIDGE_DIR
 from limbo_plugin.errors import UsageError
 from limbo_plugin.processes import kill_group, stop
 from limbo_plugin.records import HarnessRun
@@ -179,7 +180,8 @@ class HarnessAgent:
             "preamble": HARNESS_PREAMBLE, "task": session.instruction, "model": self.model,
             "api_base": self.api_base, "api_key": self.api_key, "server": SERVER_NAME,
             "tools": [tool_name.replace("{tool}", t.name) for t in session.shared_tools],
-            "timeout_s": str(int(self.timeout_s)), "model_entry": self.model_entry, **mcp,
+            "timeout_s": str(int(self.timeout_s)), "model_entry": self.model_entry,
+            "limbo_bridge": str(BRIDGE_DIR), **mcp,
         }
 
     def _keep_transcript(self, session: AgentSession, root: Path, home: Path, *,

@@ -11,6 +11,7 @@ a no-op, which is what lets CI call it before every run.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -88,8 +89,21 @@ def find_harness(name_or_path: str) -> HarnessSpec:
 
 # -- installing ------------------------------------------------------------------------------------
 def install_dir(spec: HarnessSpec) -> Path:
+    """``<cache>/<name>/<version>``, and a digest of the requirements file when there is one
+    (so an edited file is a new install, not a stale one)."""
     assert spec.install is not None
-    return cache_root() / spec.name / spec.install.version
+    requirements = requirements_file(spec)
+    if requirements is None:
+        return cache_root() / spec.name / spec.install.version
+    digest = hashlib.sha256(requirements.read_bytes()).hexdigest()[:12]
+    return cache_root() / spec.name / f"{spec.install.version}-{digest}"
+
+
+def requirements_file(spec: HarnessSpec) -> Path | None:
+    """The adapter's pip requirements file (``install.requirements``), if it has one."""
+    if spec.install is None or spec.install.requirements is None:
+        return None
+    return Path(spec.file).resolve().parent / spec.install.requirements
 
 
 def installed_executable(spec: HarnessSpec) -> Path | None:
@@ -160,8 +174,10 @@ def _install(spec: HarnessSpec, log: Callable[[str], None]) -> Path:
     else:
         python = spec.install.python or sys.executable
         _run([python, "-m", "venv", str(root)], spec)
+        requirements = requirements_file(spec)
+        extra = ["-r", str(requirements)] if requirements is not None else []
         _run([str(root / "bin" / "python"), "-m", "pip", "install", "--quiet",
-              spec.install.package], spec)
+              spec.install.package, *extra], spec)
     (root / MARKER).write_text(spec.install.package + "\n")
     executable = installed_executable(spec)
     if executable is None:

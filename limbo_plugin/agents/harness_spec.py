@@ -46,6 +46,8 @@ PLACEHOLDERS: dict[str, str] = {
                  "`Authorization: Bearer {mcp_token}` (in env: or a config file, never argv)",
     "tools": "the harness's names for the episode's tools (a list, from tool_name)",
     "timeout_s": "the wall-clock limit in seconds",
+    "limbo_bridge": "the directory of `limbo_bridge`, the standard-library glue a "
+                    "framework-built agent imports (put it on PYTHONPATH)",
     "model_entry": "the harness's own catalog entry for the model, with the adapter's "
                    "overrides, or the adapter's fallback for a model it does not know "
                    "(model_catalog)",
@@ -73,11 +75,24 @@ class InstallSpec(_Strict):
     executable: str = Field(min_length=1)
     python: str | None = None
     """For pip: the interpreter to build the venv with (default: the one running Limbo)."""
+    requirements: str | None = None
+    """For pip: a requirements file, relative to the adapter's directory, installed with the
+    package into the same venv (an agent built with a framework pins the framework's companions
+    there); its content is part of the install's identity, so editing it installs anew."""
+
+    @field_validator("requirements")
+    @classmethod
+    def _plain_path(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or Path(value).is_absolute()):
+            raise ValueError("requirements is a file name relative to the adapter's directory")
+        return value
 
     @model_validator(mode="after")
     def _one_source(self) -> InstallSpec:
         if (self.npm is None) == (self.pip is None):
             raise ValueError("give exactly one of npm (a package) or pip (a requirement)")
+        if self.npm is not None and self.requirements is not None:
+            raise ValueError("requirements is a pip requirements file: it needs pip, not npm")
         return self
 
     @property
@@ -238,6 +253,12 @@ def load_harness(path: str | Path) -> HarnessSpec:
                         f"{spec.name}.yaml or the harness to {stem!r}",
                         line=doc.line_of(("name",)), path="name")
     _check_placeholders(doc, spec)
+    requirements = spec.install.requirements if spec.install is not None else None
+    if requirements is not None and not (Path(path).parent / requirements).is_file():
+        raise SpecError(doc.file, f"requirements file {requirements!r} is not "
+                        f"beside the adapter (looked in {Path(path).parent})",
+                        line=doc.line_of(("install", "requirements")),
+                        path="install.requirements")
     spec._file = str(path)
     return spec
 
