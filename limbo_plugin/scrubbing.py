@@ -8,8 +8,16 @@ and the providers use: ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``,
 credential options (``--model-option api_key=…``, ``azure_ad_token``, an ``Authorization``
 entry of ``extra_headers``) and the variables a harness adapter passes through — and replaces
 each of them wherever it writes text, in each form it travels in: as is, JSON-escaped (once or
-twice: a JSON body quoted in a JSON error), URL-encoded, and base64-encoded at any alignment (so
-also inside ``Basic base64(user:key)``).
+twice: a JSON body quoted in a JSON error), URL-encoded, base64-encoded at any alignment (so
+also inside ``Basic base64(user:key)``), hex-encoded, upper- or lower-cased, ``\\u``-escaped
+and as HTML character references.
+
+Some credentials live in variables no name rule finds: a connection string
+(``DATABASE_URL=postgres://app:pw@db/app``, ``REDIS_URL``) carries its password in the URL's
+user-info, a DSN (``SENTRY_DSN``) its key, a webhook URL (``SLACK_WEBHOOK_URL``) is itself the
+credential. So a variable's value is also a secret when it is a URL with a password (the
+password, and the URL), when its name says DSN or webhook (the whole value, and the user-info),
+and names ending in ``_AUTH`` (``NPM_CONFIG__AUTH``) count as credential names.
 
 Values shorter than :data:`MIN_SECRET_CHARS` are left alone: ``api_key=local`` is a
 placeholder, and blanking every ``local`` would garble ordinary text.
@@ -18,6 +26,8 @@ placeholder, and blanking every ``local`` would garble ordinary text.
 from __future__ import annotations
 
 import base64
+import contextlib
+import html
 import json
 import os
 import re
@@ -31,22 +41,53 @@ MIN_SECRET_CHARS = 8
 """Shorter values are placeholders (``api_key=local``), not secrets worth garbling text for."""
 
 CREDENTIAL_WORD = re.compile(
-    r"(?:^|_)[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PAT|CREDENTIALS?|COOKIE)"
-    r"(?:_|$)|^AUTHORIZATION$")
+    r"(?:^|_)[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PAT|CREDENTIALS?|COOKIE"
+    r"|AUTH|DSN|WEBHOOK)(?:_|$)|^AUTHORIZATION$|(?:^|_)WEBHOOK_?URL$")
 """A name (upper-cased, ``-`` read as ``_``) whose value is a credential: ``OPENAI_API_KEY``,
-``WATSONX_APIKEY``, ``AWS_SESSION_TOKEN``, ``AZURE_CLIENT_SECRET``, ``CLARIFAI_PAT``; as an
-option or header name, ``api_key``, ``azure_ad_token``, ``x-api-key``, ``Authorization``."""
+``WATSONX_APIKEY``, ``AWS_SESSION_TOKEN``, ``AZURE_CLIENT_SECRET``, ``CLARIFAI_PAT``,
+``NPM_CONFIG__AUTH``, ``SENTRY_DSN``, ``SLACK_WEBHOOK_URL``; as an option or header name,
+``api_key``, ``azure_ad_token``, ``x-api-key``, ``Authorization``."""
 
 
 def is_credential_name(name: str) -> bool:
     return bool(CREDENTIAL_WORD.search(name.upper().replace("-", "_")))
 
 
+def secrets_in_value(name: str, value: str) -> list[str]:
+    """The secrets a variable's value holds beyond what its name says: a URL's password (and
+    the URL), a DSN's or webhook's whole value, its user-info and its path (a webhook's token
+    is its last segment)."""
+    found: list[str] = []
+    upper = name.upper()
+    whole = "DSN" in upper or "WEBHOOK" in upper
+    if whole:
+        found.append(value)
+    with contextlib.suppress(ValueError):
+        parts = urllib.parse.urlsplit(value.strip())
+        if whole and parts.scheme and parts.path.strip("/"):  # a webhook's token: its path
+            found += [parts.path, parts.path.rstrip("/").rsplit("/", 1)[-1]]
+        if parts.scheme and parts.netloc and "@" in parts.netloc:
+            user, _, password = parts.netloc.rpartition("@")[0].partition(":")
+            if password:
+                found += [value, urllib.parse.unquote(password), password]
+            elif whole and user:
+                found += [urllib.parse.unquote(user), user]
+    return [item for item in dict.fromkeys(found) if len(item) >= MIN_SECRET_CHARS]
+
+
 def forms(secret: str) -> list[str]:
     """Every form of ``secret`` to replace: as is, JSON- or Python-escaped (once and twice),
-    URL-encoded, and the part of its base64 encoding that does not depend on its neighbours, at
+    URL-encoded, hex-encoded, upper- and lower-cased, ``\\u``-escaped, as HTML character
+    references, and the part of its base64 encoding that does not depend on its neighbours, at
     each of the three alignments a preceding text can give it."""
     found = {secret, json.dumps(secret, ensure_ascii=False)[1:-1]}
+    found |= {secret.upper(), secret.lower(), html.escape(secret),
+              "".join(f"\\u{ord(c):04x}" for c in secret),
+              "".join(f"\\u{ord(c):04X}" for c in secret),
+              "".join(f"&#{ord(c)};" for c in secret),
+              "".join(f"&#x{ord(c):x};" for c in secret)}
+    hexed = secret.encode("utf-8", "surrogatepass").hex()
+    found |= {hexed, hexed.upper()}
     for once in (_json(secret), _repr(secret)):  # a body quoted in an error, quoted again
         found |= {once, _json(once), _repr(once)}
     found.add(urllib.parse.quote(secret, safe=""))
@@ -132,8 +173,9 @@ class Scrubber:
 # -- what this process knows -------------------------------------------------------------------
 _LOCK = threading.Lock()
 _learned: dict[str, str] = {}
-_names: dict[Any, bool] = {}
-"""Whether a variable name (as ``os.environ`` holds it) names a credential."""
+_names: dict[Any, str] = {}
+"""What a variable name (as ``os.environ`` holds it) says: ``name`` (a credential), ``value``
+(its value may hold one: a URL with a password) or ``""`` (Limbo's own, never a secret)."""
 _current: tuple[tuple[Any, ...], int, Scrubber] | None = None
 
 
@@ -184,22 +226,31 @@ def _credential_variables() -> tuple[tuple[Any, Any], ...]:
     data, decode_name, _ = _raw_environment()
     found = []
     for raw, value in data.items():
-        known = _names.get(raw)
-        if known is None:
+        kind = _names.get(raw)
+        if kind is None:
             name = decode_name(raw)
-            known = _names[raw] = is_credential_name(name) and not name.startswith("LIMBO_")
-        if known:
+            kind = _names[raw] = ("" if name.startswith("LIMBO_") else
+                                  "name" if is_credential_name(name) else "value")
+        if kind == "name" or (kind == "value" and _may_hold_secret(value)):
             found.append((raw, value))
     return tuple(found)
+
+
+def _may_hold_secret(raw_value: Any) -> bool:
+    """Whether a value may be a URL with user-info (cheap: looked at on every scrub)."""
+    if isinstance(raw_value, bytes):
+        return b"@" in raw_value and b"://" in raw_value
+    return "@" in raw_value and "://" in raw_value
 
 
 def _environment(variables: tuple[tuple[Any, Any], ...]) -> list[tuple[str, str]]:
     _, decode_name, decode_value = _raw_environment()
     secrets = []
     for raw, raw_value in variables:
-        value = decode_value(raw_value)
-        if len(value) >= MIN_SECRET_CHARS and not _is_path(value):
-            secrets.append((value, f"secret {decode_name(raw)}"))
+        value, name = decode_value(raw_value), decode_name(raw)
+        if is_credential_name(name) and len(value) >= MIN_SECRET_CHARS and not _is_path(value):
+            secrets.append((value, f"secret {name}"))
+        secrets += [(item, f"secret {name}") for item in secrets_in_value(name, value)]
     return secrets
 
 

@@ -6,7 +6,10 @@ everything that determines the answer: the model string, the full message list, 
 the output-affecting ``model_options`` — an allow-list (:data:`OUTPUT_OPTIONS`: temperature,
 seed, reasoning effort, …); everything else (``api_base``, ``api_key``, ``timeout``,
 ``extra_headers``, a provider's own credential option) is left out, so a cassette recorded
-through one gateway replays through another and never contains a secret.
+through one gateway replays through another. Cassettes are made to be committed and shared, so
+an entry is scrubbed of every secret Limbo knows (:mod:`limbo_plugin.scrubbing`) before it is
+written — a model or gateway that echoes a key leaves ``[secret NAME]`` in its place — and the
+episode that recorded it is given the scrubbed answer too, so record and replay see the same.
 
 Why one file per entry: pytest-xdist workers record concurrently, and a file per entry needs no
 shared append position. An entry is written to a temporary file in the same directory and
@@ -47,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.agents.base import InfrastructureError
 from limbo_plugin.agents.provider import OUTPUT_OPTIONS, ChatProvider, ModelTurn
+from limbo_plugin.scrubbing import current
 
 if TYPE_CHECKING:
     from limbo_plugin.agents.options import CassetteMode
@@ -125,7 +129,12 @@ class Cassette:
         return ModelTurn.from_json(entry["response"])
 
     def publish(self, key: str, turn: ModelTurn, request: Mapping[str, Any]) -> ModelTurn:
-        """Store ``turn`` unless this run already stored ``key``; return the turn to use."""
+        """Store ``turn``, scrubbed, unless this run already stored ``key``; return the turn
+        to use (the stored one)."""
+        scrubber = current()
+        if scrubber:
+            turn = ModelTurn.from_json(scrubber.tree(turn.to_json()))
+            request = scrubber.tree(dict(request))
         target = self.entry_path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         with self._locked():

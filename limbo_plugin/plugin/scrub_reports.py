@@ -5,11 +5,14 @@ itself keeps of a test is not: the output captured while the agent ran (a librar
 request, an agent that prints its key) and the failure's text. Both ride on the test report,
 which the terminal prints, pytest-xdist sends to the controller and allure-pytest attaches
 (``stdout``, ``stderr``, ``log``, the status trace). This hook scrubs them on the report as it
-is made, before any of those read it.
+is made, before any of those read it. A warning an agent raises (``warnings.warn(f"… {key}")``)
+takes another road — pytest's warnings summary, which pytest-xdist forwards from the workers —
+so each warning is scrubbed as it is recorded, before the terminal or a worker reads it.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Generator
 
 import pytest
@@ -26,6 +29,24 @@ class ScrubbedReports:
         report = yield
         scrub_report(report)
         return report
+
+    @pytest.hookimpl(tryfirst=True)  # before the terminal and pytest-xdist read it
+    def pytest_warning_recorded(self, warning_message: warnings.WarningMessage, when: str,
+                                nodeid: str, location: tuple[str, int, str] | None) -> None:
+        scrub_warning(warning_message)
+
+
+def scrub_warning(warning_message: warnings.WarningMessage) -> None:
+    """Replace every known secret in a recorded warning's message, keeping its category."""
+    scrubber = current()
+    text = str(warning_message.message)
+    if not scrubber or not scrubber.found_in(text):
+        return
+    category = warning_message.category
+    try:
+        warning_message.message = category(scrubber.text(text))
+    except Exception:  # a category that takes other arguments: a plain warning says it
+        warning_message.message = UserWarning(f"{category.__name__}: {scrubber.text(text)}")
 
 
 def scrub_report(report: pytest.TestReport) -> None:

@@ -207,3 +207,37 @@ def test_replay_needs_no_litellm_and_the_plugin_does_not_import_it(
     assert done.returncode == 0, done.stderr
     replayed = json.loads(done.stdout.strip().splitlines()[-1])
     assert replayed == json.loads(recorded.model_dump_json())
+
+
+def test_a_cassette_keeps_no_form_of_a_key_the_model_echoed(
+        tmp_path: Path, openai_server: OpenAIServer, registry: SpecRegistry,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cassettes are committed and shared: a gateway or model echoing the key (plainly and in
+    base64, in its text and in a tool call's arguments) leaves ``[secret …]`` in every entry,
+    and the recording episode saw the same scrubbed answer that replay gives."""
+    import base64
+
+    key = "sk-limbo-cassette-echo-5be1f0c2"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    encoded = base64.b64encode(key.encode()).decode()
+
+    def echoing(request: ChatRequest) -> Reply:
+        if request.turn == 0:
+            return Reply(content=f"your key is {key} ({encoded})",
+                         tool_calls=[ScriptedToolCall("wait", {"seconds": 1, "note": key})])
+        return Reply(tool_calls=[finish_call()])
+
+    openai_server.model = echoing
+    cassette = tmp_path / "cassette"
+    recorded = run_model(registry, FAULT_FREE, openai_server, cassette=str(cassette),
+                         cassette_mode="record")
+    assert recorded.error is None and openai_server.requests
+    files = [p for p in cassette.rglob("*") if p.is_file()]
+    assert len([p for p in files if p.suffix == ".json"]) == 2
+    written = b"".join(p.read_bytes() for p in files)
+    assert b"[secret OPENAI_API_KEY]" in written  # the control: the echo was stored
+    for form in (key, encoded.rstrip("="), key.upper(), key.encode().hex()):
+        assert form.encode() not in written, form
+    replayed = run_model(registry, FAULT_FREE, openai_server, cassette=str(cassette),
+                         cassette_mode="replay")
+    assert replayed.model_dump(exclude={"run_id"}) == recorded.model_dump(exclude={"run_id"})

@@ -291,3 +291,95 @@ def test_no_form_of_a_key_reaches_the_terminal_the_records_or_allure(
     for path in [*allure, *(project.path / "reports").rglob("*")]:
         if path.is_file():
             assert leaks(path.read_text(errors="replace"), KEY) == [], path
+
+
+HIDDEN = {
+    "DATABASE_URL": ("postgres://app:pg-pass-5c1e9a7b@db.internal:5432/app", "pg-pass-5c1e9a7b"),
+    "REDIS_URL": ("redis://:redis-pass-0d3f8e21@cache.internal:6379/0", "redis-pass-0d3f8e21"),
+    "SENTRY_DSN": ("https://sentrykey0a1b2c3d4e5f@o1.ingest.example/42", "sentrykey0a1b2c3d4e5f"),
+    "SLACK_WEBHOOK_URL": ("https://hooks.slack.example/services/T0/B0/webhook9f8e7d6c5b4a",
+                          "webhook9f8e7d6c5b4a"),
+    "NPM_CONFIG__AUTH": ("bnBtLXVzZXI6bnBtLXBhc3MtN2U2ZDVj", "bnBtLXVzZXI6bnBtLXBhc3MtN2U2ZDVj"),
+}
+"""Credentials in variables whose names say nothing of a key: the value, and the part of it
+that is the secret (a URL's password, a DSN's key, a webhook's path)."""
+
+WARNING_AGENT = """\
+import html, json, os, warnings
+
+VALUES = [os.environ[name] for name in {names!r}] + [os.environ["OPENAI_API_KEY"]]
+KEY = os.environ["OPENAI_API_KEY"]
+FORMS = " ".join([KEY.encode().hex(), KEY.encode().hex().upper(), KEY.upper(),
+                  "".join("\\\\u%04x" % ord(c) for c in KEY),
+                  "".join("&#%d;" % ord(c) for c in KEY), html.escape(KEY)])
+
+
+class Warns:
+    def run(self, session):
+        for value in VALUES:
+            warnings.warn("agent saw " + value)
+        print("stdout:", " ".join(VALUES), FORMS)
+        raise RuntimeError("gave up with " + " ".join(VALUES) + " " + FORMS)
+"""
+
+
+def _hidden_forms() -> dict[str, str]:
+    forms = {f"{name} value": value for name, (value, _) in HIDDEN.items()}
+    forms |= {f"{name} secret": secret for name, (_, secret) in HIDDEN.items()}
+    forms |= {"key": KEY, "key hex": KEY.encode().hex(), "key HEX": KEY.encode().hex().upper(),
+              "key upper": KEY.upper(), "key \\u": "".join(f"\\u{ord(c):04x}" for c in KEY),
+              "key &#": "".join(f"&#{ord(c)};" for c in KEY)}
+    return forms
+
+
+@pytest.mark.slow
+def test_warnings_and_unnamed_credentials_reach_no_output(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent warns with, prints and raises every credential — connection strings, a DSN, a
+    webhook, npm's auth, and the API key hex-, upper-, ``\\u``- and entity-encoded — under
+    ``-n 2``: the warnings summary, the records, JUnit and Allure hold none of them."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    for name, (value, _) in HIDDEN.items():
+        monkeypatch.setenv(name, value)
+    (project.path / "warning_agent.py").write_text(WARNING_AGENT.format(names=list(HIDDEN)))
+    result = project.runpytest_subprocess(
+        "--experiment", "small", "-k", "incident_open and (lost_ack or late_commit)", "-n", "2",
+        "--agent", "python:warning_agent:Warns", "--alluredir", "allure-results",
+        "--junitxml", "junit.xml", "-rA", "-W", "always::UserWarning")
+    terminal = result.stdout.str() + result.stderr.str()
+    assert "warnings summary" in terminal and "agent saw [secret" in terminal, terminal[-3000:]
+    assert "[secret DATABASE_URL]" in terminal and "[secret SENTRY_DSN]" in terminal
+    outputs = {"terminal": terminal}
+    for path in [*(project.path / "allure-results").iterdir(), project.path / "junit.xml",
+                 *(project.path / "reports").rglob("*")]:
+        if path.is_file():
+            outputs[str(path.relative_to(project.path))] = path.read_text(errors="replace")
+    leaked = [f"{where}: {form}" for where, text in outputs.items()
+              for form, secret in _hidden_forms().items() if secret in text]
+    assert leaked == []
+
+
+def test_credentials_in_urls_dsns_webhooks_and_auth_variables_are_known(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, (value, _) in HIDDEN.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HOMEPAGE_URL", "https://docs.example/limbo/getting-started")
+    monkeypatch.setenv("MIRROR_URL", "https://mirror-user@pkgs.example/simple")  # no password
+    text = " ".join(f"{value} | {secret}" for value, secret in HIDDEN.values())
+    cleaned = scrubbing.scrub(text + " https://docs.example/limbo/getting-started "
+                              "https://mirror-user@pkgs.example/simple")
+    assert [name for name, (_, secret) in HIDDEN.items() if secret in cleaned] == []
+    assert cleaned.endswith(" https://docs.example/limbo/getting-started "
+                            "https://mirror-user@pkgs.example/simple")
+    for name in HIDDEN:
+        assert f"[secret {name}]" in cleaned, name
+
+
+@pytest.mark.parametrize("form", ["hex", "HEX", "upper", "\\u", "&#", "&#x"])
+def test_a_key_hex_cased_escaped_or_as_entities_is_replaced(fake_key: str, form: str) -> None:
+    encoded = {"hex": KEY.encode().hex(), "HEX": KEY.encode().hex().upper(),
+               "upper": KEY.upper(), "\\u": "".join(f"\\u{ord(c):04x}" for c in KEY),
+               "&#": "".join(f"&#{ord(c)};" for c in KEY),
+               "&#x": "".join(f"&#x{ord(c):x};" for c in KEY)}[form]
+    cleaned = scrubbing.scrub(f"<p>{encoded}</p>")
+    assert cleaned == "<p>[secret OPENAI_API_KEY]</p>"
