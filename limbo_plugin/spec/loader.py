@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -148,11 +149,25 @@ class _Converter:
                              "spec holds plain mappings, lists, text, numbers and booleans")
         if node.tag == TIMESTAMP_TAG:
             return str(node.value)  # a date stays the text it is: specs and tool answers are JSON
+        if node.tag == INT_TAG and _LEADING_ZERO.match(node.value):
+            raise self.error(node, path, f"{node.value} has a leading zero, which YAML 1.1 reads "
+                             f"as octal and YAML 1.2 as decimal: quote it ('{node.value}') for "
+                             f"text, or write {int(node.value)} for the number")
+        if (node.tag == BOOL_TAG and node.value not in _CORE_BOOLS) or (
+                node.tag == NULL_TAG and node.value not in _CORE_NULLS):
+            raise self.error(node, path, f"{node.value!r} is not a valid {_short_tag(node.tag)} "
+                             f"(YAML 1.2: {' or '.join(sorted(_CORE_SPELLING[node.tag]))})")
         try:
-            value = _SCALAR_LOADER.construct_object(node, deep=True)
+            if node.tag == INT_TAG:
+                value: Any = _core_int(node.value)
+            else:
+                value = _SCALAR_LOADER.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError) as exc:
             raise self.error(node, path, f"cannot read value {node.value!r}: "
                              f"{getattr(exc, 'problem', None) or exc}") from None
+        except (KeyError, IndexError, TypeError):  # PyYAML's constructors on a forced tag
+            raise self.error(node, path, f"{node.value!r} is not a valid "
+                             f"{_short_tag(node.tag)}") from None
         if isinstance(value, float) and not math.isfinite(value):
             raise self.error(node, path, f"{node.value!r} is not a finite number; spec "
                              "numbers must be finite")
@@ -183,9 +198,51 @@ def _short_tag(tag: str) -> str:
 
 
 _SCALAR_LOADER = yaml.SafeLoader("")
-COMPOSER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PARSER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser when PyYAML was built with it (about 8× faster on the spec tree, the same
 nodes and line marks), else the pure-Python one."""
+BOOL_TAG, INT_TAG = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int"
+FLOAT_TAG, NULL_TAG = "tag:yaml.org,2002:float", "tag:yaml.org,2002:null"
+
+
+class COMPOSER(_PARSER):  # type: ignore[misc,valid-type]
+    """The parser with YAML 1.2's core schema for untagged scalars, not PyYAML's YAML 1.1 one.
+
+    Under 1.1 a ticket titled ``no`` is the boolean false, ``on``/``off``/``yes``/``y`` are
+    booleans too, ``23:59`` is the integer 1439 (base 60) and ``010`` is 8 (octal): a world
+    would silently hold values the author never wrote. Under the core schema only
+    ``true``/``false`` are booleans, ``23:59`` is text, and integers are decimal (or ``0o``/``0x``);
+    a decimal with a leading zero, which the two versions read differently, is refused.
+    """
+
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, re.Pattern[str]]]]] = {}
+
+
+for _first, _resolvers in _PARSER.yaml_implicit_resolvers.items():  # keep null and merge only
+    for _tag, _regexp in _resolvers:
+        if _tag in (NULL_TAG, "tag:yaml.org,2002:merge"):
+            COMPOSER.yaml_implicit_resolvers.setdefault(_first, []).append((_tag, _regexp))
+COMPOSER.add_implicit_resolver(BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                               list("tTfF"))
+COMPOSER.add_implicit_resolver(INT_TAG, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+                               list("-+0123456789"))
+COMPOSER.add_implicit_resolver(
+    FLOAT_TAG, re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                          r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+0123456789."))
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9]+$")
+_CORE_BOOLS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
+_CORE_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+_CORE_SPELLING = {BOOL_TAG: {"true", "false"}, NULL_TAG: {"null", "~"}}
+
+
+def _core_int(text: str) -> int:
+    """An integer as YAML 1.2's core schema reads it (decimal, ``0o`` octal, ``0x`` hex)."""
+    if text.startswith("0o"):
+        return int(text[2:], 8)
+    if text.startswith("0x"):
+        return int(text[2:], 16)
+    return int(text)
 
 
 def read_bounded(file: Path, limit: int = MAX_SPEC_BYTES) -> bytes:

@@ -185,14 +185,39 @@ def _as_text_dates(value: object) -> object:
 
 @pytest.mark.parametrize("text", [
     "a: plain\nb: '123'\nc: \"true\"\nd: !!str 7\ne: 123\nf: true\ng: 1.5\nh: ~\ni: 2024-01-02\n",
-    "list: [x, 'y', 3, no, \"null\"]\nnested: {k: v, n: 0x10}\n",
+    "list: [x, 'y', 3, false, \"null\"]\nnested: {k: v, n: 0x10}\n",
 ])
 def test_the_loader_reads_values_as_pyyaml_does(text: str) -> None:
-    """Text scalars skip PyYAML's constructor; every value must still come out as
-    ``yaml.safe_load`` gives it (dates as the text they are)."""
+    """Text scalars skip PyYAML's constructor; where YAML 1.1 and 1.2 agree, every value must
+    still come out as ``yaml.safe_load`` gives it (dates as the text they are)."""
     import yaml
 
     assert load_yaml_text(text).data == _as_text_dates(yaml.safe_load(text))
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("no", "no"), ("yes", "yes"), ("on", "on"), ("Off", "Off"), ("y", "y"), ("23:59", "23:59"),
+    ("1_000", "1_000"), ("0b101", "0b101"), ("0o17", 15), ("0x1f", 31), ("1e3", 1000.0),
+    ("TRUE", True), ("-7", -7), ("'010'", "010"),
+])
+def test_untagged_scalars_follow_yaml_1_2s_core_schema(text: str, value: object) -> None:
+    """YAML 1.1 (PyYAML's) would make ``no`` false, ``23:59`` 1439 and ``0b101`` 5."""
+    data = load_yaml_text(f"title: {text}\n").data
+    assert data == {"title": value} and type(data["title"]) is type(value)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("010", "010 has a leading zero, which YAML 1.1 reads as octal and YAML 1.2 as decimal: "
+            "quote it ('010') for text, or write 10 for the number"),
+    ("!!bool maybe", "'maybe' is not a valid !!bool (YAML 1.2: false or true)"),
+    ("!!bool yes", "'yes' is not a valid !!bool (YAML 1.2: false or true)"),
+    ("!!int ''", "cannot read value '': invalid literal for int() with base 10: ''"),
+    ("!!null x", "'x' is not a valid !!null (YAML 1.2: null or ~)"),
+])
+def test_ambiguous_or_mistagged_scalars_are_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        load_yaml_text(f"a: 1\ntitle: {text}\n", "spec.yaml")
+    assert str(caught.value) == f"spec.yaml:2: at title {message}"
 
 
 def test_every_shipped_spec_reads_as_pyyaml_reads_it() -> None:
