@@ -331,7 +331,7 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
             error = SpecError(doc.file, error.message, line=1, path=error.path)
         raise error
     try:
-        return model.model_validate(value, context=context)
+        validated = model.model_validate(value, context=context)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         first = errors[0]
@@ -343,6 +343,61 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
             )
             message += f" (also: {others})"
         raise doc.error(loc, message) from None
+    coerced = _first_coercion(value, validated, at)
+    if coerced is not None:
+        raise doc.error(*coerced)
+    return validated
+
+
+def _first_coercion(raw: Any, value: Any, path: PathKey) -> tuple[PathKey, str] | None:
+    """Where pydantic's lax mode turned a boolean, a number or a text into another of the
+    three (``cost_s: true`` read as 1.0, ``k: true`` as 1, a gate's ``max: true`` as 100 %,
+    ``enabled: "yes"`` as true), with what to write instead; ``None`` if nowhere.
+
+    Strict mode would refuse these, but also a list for a tuple and a text for a path, which
+    specs rightly write; so the validated model is compared with the YAML it came from."""
+    if isinstance(value, BaseModel):
+        if not isinstance(raw, dict):
+            return None
+        for name, info in type(value).model_fields.items():
+            for key in (info.alias, name):
+                if key is not None and key in raw:
+                    found = _first_coercion(raw[key], getattr(value, name), (*path, key))
+                    if found is not None:
+                        return found
+                    break
+        return None
+    if isinstance(raw, list) and isinstance(value, list | tuple) and len(raw) == len(value):
+        for index, (item, validated) in enumerate(zip(raw, value, strict=True)):
+            found = _first_coercion(item, validated, (*path, index))
+            if found is not None:
+                return found
+        return None
+    if isinstance(raw, dict) and isinstance(value, dict):
+        for key, item in raw.items():
+            if key in value:
+                found = _first_coercion(item, value[key], (*path, key))
+                if found is not None:
+                    return found
+        return None
+    return _scalar_coercion(raw, value, path)
+
+
+def _scalar_coercion(raw: Any, value: Any, path: PathKey) -> tuple[PathKey, str] | None:
+    number = (int, float)
+    if isinstance(raw, bool) and not isinstance(value, bool):
+        wanted = "a number" if isinstance(value, number) else "text"
+        return path, f"{str(raw).lower()} is a boolean; this field takes {wanted}"
+    if isinstance(raw, number) and not isinstance(raw, bool):
+        if isinstance(value, bool):
+            return path, f"{raw} is a number; this field takes true or false"
+        if isinstance(value, str):
+            return path, f"{raw} is a number; this field takes text: quote it ('{raw}')"
+    if isinstance(raw, str) and isinstance(value, bool | int | float) and not isinstance(
+            value, str):
+        wanted = "true or false" if isinstance(value, bool) else "a number"
+        return path, f"{raw!r} is text; this field takes {wanted} (write it unquoted)"
+    return None
 
 
 def load_model(file: str | Path, model: type[ModelT], *, empty: ModelT | None = None) -> ModelT:

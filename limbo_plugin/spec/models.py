@@ -7,6 +7,7 @@ all of them forbid unknown fields so a typo in a spec is an error, not a silent 
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -24,6 +25,34 @@ is a typo (milliseconds for seconds, a stray exponent), and simulated time past 
 nothing but makes every wait, read-back and report meaningless."""
 Seconds = Annotated[float, Field(gt=0, le=MAX_SIM_SECONDS, allow_inf_nan=False)]
 """A positive simulated duration, at most :data:`MAX_SIM_SECONDS`."""
+
+
+NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+"""A name that becomes a pytest keyword, marker, test id part or report row: lower-case letters,
+digits and ``_`` (no ``::``, which splits a node id, no control characters or terminal escapes,
+no characters a sort or a terminal cannot show alike)."""
+RESERVED_NAMES = frozenset({
+    # pytest's own markers: a family called `skip` or `xfail` would skip or xfail its episodes
+    "skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst",
+    "trylast",
+    # markers of the suites Limbo runs beside (`-m "not slow"` would deselect the family)
+    "slow",
+    # rows the reports add themselves
+    "all_faulted", "all", "total",
+})
+"""Names a fault family, class or mode may not take: each becomes a pytest marker or keyword,
+or a report row, and these already mean something there."""
+
+
+def check_name(value: str, what: str) -> str:
+    """``value`` if it is a usable ``what`` name, else a ``ValueError`` saying why."""
+    if not re.fullmatch(NAME_PATTERN, value):
+        raise ValueError(f"{what} name {value!r} is not lower-case letters, digits and _ "
+                         "(it becomes a pytest keyword and a test id part)")
+    if value in RESERVED_NAMES:
+        raise ValueError(f"{what} name {value!r} is reserved (a pytest marker or a report row "
+                         f"already means it); reserved: {', '.join(sorted(RESERVED_NAMES))}")
+    return value
 
 
 class StrictModel(BaseModel):
@@ -137,6 +166,11 @@ class ContractVariant(StrictModel):
     key_schema: dict[str, Any] = Field(default_factory=dict)
     key_sentence: str = ""
 
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, value: str) -> str:
+        return check_name(value, "contract")
+
 
 WARNING_PLACEHOLDERS = frozenset({"record", "key"})
 
@@ -174,6 +208,11 @@ class DocumentationVariant(StrictModel):
             raise ValueError(f"unknown placeholder {{{unknown[0]}}}; valid: "
                              + ", ".join(f"{{{n}}}" for n in sorted(WARNING_PLACEHOLDERS)))
         return value
+
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, value: str) -> str:
+        return check_name(value, "documentation variant")
 
 
 class DocumentationSpec(StrictModel):
@@ -237,6 +276,11 @@ class FaultModeSpec(StrictModel):
                                  f"({low}, {high})")
         return self
 
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, value: str) -> str:
+        return check_name(value, "fault mode")
+
 
 class FaultFamilySpec(StrictModel):
     """A family of fault modes (SPEC §3): a pytest marker, a report row, and a class."""
@@ -247,6 +291,11 @@ class FaultFamilySpec(StrictModel):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     fault_class: FaultClass | Literal["none"] = Field(alias="class")
     description: str
+
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, value: str) -> str:
+        return check_name(value, "fault family")
 
 
 class FaultCatalogSpec(StrictModel):

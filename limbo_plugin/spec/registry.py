@@ -65,6 +65,10 @@ def default_specs_dir() -> Path:
     return packaged_specs_dir()
 
 
+FAULT_FREE = "none"
+"""The fault-free mode and its family: what every comparison takes as its baseline."""
+
+
 @dataclass
 class SpecRegistry:
     """Services, contract and documentation variants, fault modes and task templates."""
@@ -190,6 +194,12 @@ class SpecRegistry:
                                 f"unknown execute kind {mode.execute!r}; valid: "
                                 + ", ".join(executors()))
             self.faults[mode.name] = mode
+        free = self.faults.get(FAULT_FREE)
+        if FAULT_FREE not in self.families or free is None or free.family != FAULT_FREE:
+            raise doc.error(("modes",), f"the fault-free mode {FAULT_FREE!r} of family "
+                            f"{FAULT_FREE!r} is missing: every experiment's baseline, the "
+                            "reports' fault-free row and the gate's eos threshold are that "
+                            "mode; keep both names as they are")
 
     def _load_pools(self) -> None:
         file = self.root / "pools.yaml"
