@@ -336,7 +336,7 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
         errors = exc.errors(include_url=False)
         first = errors[0]
         loc = (*at, *_clean_loc(first["loc"]))
-        message = _describe(first)
+        message = _typed(_at(value, _clean_loc(first["loc"])), first) or _describe(first)
         if len(errors) > 1:
             others = "; ".join(
                 f"{format_path((*at, *_clean_loc(e['loc'])))}: {_describe(e)}" for e in errors[1:5]
@@ -347,6 +347,36 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
     if coerced is not None:
         raise doc.error(*coerced)
     return validated
+
+
+_NUMERIC_CHECKS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal",
+                             "multiple_of", "finite_number"})
+_PARSING = {"float_parsing": "a number", "int_parsing": "a whole number",
+            "int_from_float": "a whole number", "bool_parsing": "true or false"}
+_MISSING = object()
+
+
+def _at(data: Any, path: PathKey) -> Any:
+    """The raw value at ``path`` in the YAML data, if the path leads anywhere."""
+    for part in path:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return _MISSING
+    return data
+
+
+def _typed(raw: Any, error: Any) -> str | None:
+    """A clearer message when pydantic's comes from a value of the wrong kind: ``alpha: true``
+    fails "less than 1" because it was read as 1, ``late_delay_s: 1:30`` cannot be parsed
+    because YAML 1.2 keeps it text."""
+    kind = error.get("type", "")
+    if isinstance(raw, bool) and kind in _NUMERIC_CHECKS:
+        return f"{str(raw).lower()} is a boolean; this field takes a number"
+    if isinstance(raw, str) and kind in _PARSING:
+        hint = " (YAML 1.2 reads a value with ':' as text, not base 60)" if ":" in raw else ""
+        return f"{raw!r} is text; this field takes {_PARSING[kind]}{hint}"
+    return None
 
 
 def _first_coercion(raw: Any, value: Any, path: PathKey) -> tuple[PathKey, str] | None:
