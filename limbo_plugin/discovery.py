@@ -40,8 +40,8 @@ def given_limbo_options(config: Any, options: Iterable[tuple[str, str]]) -> list
 def _ini(config: Any, name: str) -> bool:
     try:
         return bool(config.getini(name))
-    except ValueError:
-        return False
+    except (ValueError, TypeError):  # given, with a value of the wrong type: said when read
+        return True
 
 
 def is_specs_dir(path: Path) -> bool:

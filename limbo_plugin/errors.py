@@ -26,8 +26,9 @@ class SpecError(LimboError):
         (what a user typed, not where pytest resolved it)."""
         file = self.file
         if relative_to is not None:
-            with contextlib.suppress(ValueError):
-                file = str(Path(self.file).resolve().relative_to(Path(relative_to).resolve()))
+            with contextlib.suppress(ValueError, RuntimeError, OSError):  # RuntimeError: a loop
+                file = str(Path(self.file).absolute().relative_to(
+                    Path(relative_to).absolute()))
         where = file if self.line is None else f"{file}:{self.line}"
         at = f" at {self.path}" if self.path else ""
         return f"{where}:{at} {self.message}"

@@ -28,7 +28,7 @@ from limbo_plugin.records import EpisodeKey
 from limbo_plugin.spec.registry import SpecRegistry
 
 FORMS = "K/N with 0 ≤ K < N (e.g. 0/4), or env:VAR/N (e.g. env:JOB_COMPLETION_INDEX/4)"
-_FORM = re.compile(r"^(?:(?P<index>\d+)|env:(?P<var>[A-Za-z_][A-Za-z0-9_]*))/(?P<count>\d+)$")
+_FORM = re.compile(r"^(?:(?P<index>\d+)|env:(?P<var>[A-Za-z_][A-Za-z0-9_]*))/(?P<count>\d+)\Z")
 
 
 MAX_SHARDS = 10_000

@@ -19,14 +19,15 @@ import re
 
 from limbo_plugin.conditions.base import Condition, ConditionPattern, HarnessEnv
 from limbo_plugin.conditions.vbr import ReadBackVerifier, VerifyBeforeRetry
+from limbo_plugin.errors import UsageError
 from limbo_plugin.toolapi import ToolCaller
 
-WAIT_PATTERN = re.compile(r"^wait_(0|[1-9][0-9]*)$")
+WAIT_PATTERN = re.compile(r"wait_(0|[1-9][0-9]*)")
 
 
 def wait_bound(name: str) -> int | None:
     """Δ in seconds for a condition named ``wait_<Δ>``, or ``None`` for any other name."""
-    match = WAIT_PATTERN.match(name)
+    match = WAIT_PATTERN.fullmatch(name)
     return int(match.group(1)) if match else None
 
 
@@ -35,10 +36,18 @@ def wait_then_verify(inner: ToolCaller, env: HarnessEnv, bound_s: float) -> Veri
                                                           include_lag=True))
 
 
+MAX_WAIT_S = 30 * 86_400
+"""The longest Δ a ``wait_<Δ>`` condition may take: 30 days, the longest simulated duration a
+spec may declare; past it the wait is a typo, and its simulated clock would overflow."""
+
+
 def _wait_condition(name: str) -> Condition | None:
     bound = wait_bound(name)
     if bound is None:
         return None
+    if bound > MAX_WAIT_S:
+        raise UsageError(f"condition {name[:40]!r}: the wait is at most {MAX_WAIT_S} s (30 "
+                         f"days), e.g. wait_90 or wait_3600")
 
     def wraps(inner: ToolCaller, env: HarnessEnv) -> ToolCaller:
         return wait_then_verify(inner, env, float(bound))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -140,10 +140,23 @@ def option(config: pytest.Config, name: str) -> str | None:
     opt = BY_NAME[name]
     value: str | None = config.getoption(opt.dest, default=None)
     if value is None:
-        value = config.getini(opt.ini or opt.name) or None
+        value = ini_value(config, opt.ini or opt.name) or None
     if value is None:
         value = opt.default
     return value
+
+
+def ini_value(config: pytest.Config, name: str) -> Any:
+    """``config.getini(name)``; a value of the wrong type (``limbo_resume = maybe``, a TOML
+    number where pytest takes text) is one usage line naming it, not an INTERNALERROR."""
+    try:
+        return config.getini(name)
+    except (ValueError, TypeError) as exc:
+        where = str(config.inipath or "the configuration file")
+        text = " ".join(str(exc).split()).removeprefix(f"{where}: ")
+        hint = ('text: quote it in TOML (name = "value")' if "expects a string" in text
+                else "true or false")
+        raise pytest.UsageError(f"{where}: {name}: {text}; it takes {hint}") from None
 
 
 def flag_of_agent_field(field: str) -> str:

@@ -20,7 +20,7 @@ import pytest
 
 from limbo_plugin.discovery import given_limbo_options, names_experiments, redirects_collection
 from limbo_plugin.errors import SpecError, UsageError
-from limbo_plugin.plugin.options import VALUED, flag_of_agent_field, option
+from limbo_plugin.plugin.options import VALUED, flag_of_agent_field, ini_value, option
 from limbo_plugin.records import RUN_FIELDS
 
 if TYPE_CHECKING:
@@ -74,6 +74,15 @@ class Settings:
     agent_options: AgentOptions
 
 
+def _specs_option(value: str) -> Path:
+    """``--limbo-specs`` resolved; a symbolic link loop is a usage error naming it."""
+    try:
+        return Path(value).resolve(strict=False)
+    except (RuntimeError, OSError):
+        raise pytest.UsageError(f"--limbo-specs {value}: a symbolic link loop; give the "
+                                "directory that holds services/, faults/ and tasks/") from None
+
+
 def settings_from(config: pytest.Config) -> Settings:
     """Read and check every option of ``config``; nothing is changed."""
     from limbo_plugin.agents.options import parse_model_options
@@ -83,7 +92,7 @@ def settings_from(config: pytest.Config) -> Settings:
     root = Path(str(config.rootpath))
     specs = option(config, "limbo_specs")
     candidate = root / "specs"
-    specs_dir = Path(specs).resolve() if specs else (
+    specs_dir = _specs_option(specs) if specs else (
         candidate if (candidate / "services").is_dir() else default_specs_dir())
     limbo_options = given_limbo_options(config, ((opt.name, opt.flag) for opt in VALUED))
     redirected = redirects_collection(config, specs_option=bool(specs),
@@ -106,7 +115,7 @@ def settings_from(config: pytest.Config) -> Settings:
         records_path=records_path,
         gate_path=_resolve(root, gate) if gate else None,
         baseline_option=option(config, "limbo_baseline"),
-        resume=bool(config.getoption("limbo_resume") or config.getini("limbo_resume")),
+        resume=bool(config.getoption("limbo_resume") or ini_value(config, "limbo_resume")),
         overrides={name: option(config, name) for name in RUN_FIELDS},
         model_options=model_options,
         shard=_shard(shard) if shard else None,

@@ -23,11 +23,16 @@ def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: i
     if (not settings.limbo_options or run.outcomes or run.previous or run.selected
             or limbo.config.option.collectonly or exitstatus == pytest.ExitCode.INTERRUPTED):
         return
+    if terminalreporter.stats.get("error"):
+        return  # a collection error (a broken spec) already said why, in its own line
     from limbo_plugin.discovery import nothing_collected_hint
 
     deselected = run.deselected_episodes > 0 or run.keyword_selected_nothing
+    option = limbo.config.option
+    filtered = bool(getattr(option, "keyword", "") or getattr(option, "markexpr", ""))
     line = nothing_collected_hint(settings.specs_dir, settings.experiment,
-                                  list(settings.limbo_options), settings.redirected or deselected)
+                                  list(settings.limbo_options),
+                                  (settings.redirected and filtered) or deselected)
     names = _names(limbo) if run.keyword_selected_nothing else None
     if names is not None:  # still one line: the names closest to -k's words
         line += "; " + keyword_suggestion(str(limbo.config.option.keyword), names)

@@ -22,7 +22,7 @@ COMMITTED_OUTCOMES = frozenset({"committed", "late", "partial"})
 CONTRACT_CLASS_ORDER = ("idempotent", "key_optional", "non_idempotent_strong",
                         "non_idempotent_eventual", "non_idempotent_unverifiable")
 OUTCOMES = ("passed", "duplicate", "overclaim", "failed")
-WAIT_CONDITION = re.compile(r"^wait_(0|[1-9][0-9]*)$")
+WAIT_CONDITION = re.compile(r"^wait_(0|[1-9][0-9]*)\Z")
 
 
 def family_ranks(rows: Sequence[EpisodeRow]) -> dict[str, int]:

@@ -252,6 +252,9 @@ def read_bounded(file: Path, limit: int = MAX_SPEC_BYTES) -> bytes:
     if file.is_dir():
         raise SpecError(file, "is a directory, not a YAML file")
     if not file.exists():
+        if file.is_symlink():
+            raise SpecError(file, "cannot read file: a symbolic link that leads nowhere (a "
+                            "loop, or its target is gone)")
         raise SpecError(file, "cannot read file: no such file")
     if not stat.S_ISREG(file.stat().st_mode):
         raise SpecError(file, "is not a regular file (a device, a FIFO or a socket); a spec "

@@ -41,3 +41,36 @@ def test_a_mutated_spec_is_one_clear_error(case: dict[str, Any], tmp_path: Path)
     assert Path(info.value.file).resolve() == (root / target).resolve(), message
     assert re.match(rf".*{re.escape(Path(target).name)}:\d+:", message), message
     assert case["says"] in message, message
+
+
+# -- links that lead nowhere -------------------------------------------------------------------
+def test_a_service_file_that_links_to_itself_is_one_line(tmp_path: Path) -> None:
+    root = tree_with(tmp_path, "pools.yaml", (SPECS / "pools.yaml").read_bytes())
+    (root / "services" / "loop.yaml").symlink_to("loop.yaml")
+    with time_limit(LIMIT_S), pytest.raises(SpecError) as info:
+        load_as_a_run_does(root, "pools.yaml")
+    assert str(info.value) == (f"{root / 'services' / 'loop.yaml'}: cannot read file: a "
+                               "symbolic link that leads nowhere (a loop, or its target is gone)")
+
+
+def test_a_run_over_a_looping_spec_or_specs_option_says_so_once(
+        pytester: pytest.Pytester) -> None:
+    """Under pytest: the broken file is the one line of the collection error (no traceback,
+    no INTERNALERROR, no second line blaming the test paths); a --limbo-specs that loops is a
+    usage error."""
+    import shutil
+
+    shutil.copytree(SPECS, pytester.path / "specs")
+    pytester.makeini("[pytest]\ntestpaths = specs\n")
+    (pytester.path / "specs" / "services" / "loop.yaml").symlink_to("loop.yaml")
+    result = pytester.runpytest_subprocess("--experiment", "smoke", "-p", "no:cacheprovider")
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output and "Traceback" not in output, output[-3000:]
+    assert "specs/services/loop.yaml: cannot read file: a symbolic link that leads nowhere" \
+        in output
+    assert "no Limbo episode was collected" not in output, output[-3000:]
+    (pytester.path / "looping").symlink_to("looping")
+    result = pytester.runpytest_subprocess("--limbo-specs", "looping", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ERROR: --limbo-specs looping: a symbolic link loop" in result.stderr.str()
+    assert "Traceback" not in result.stderr.str()
