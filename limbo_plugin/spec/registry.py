@@ -28,7 +28,9 @@ from limbo_plugin.spec.models import (
     FaultFamilySpec,
     FaultModeSpec,
     PoolsSpec,
+    ReadBack,
     ServiceSpec,
+    ToolSpecModel,
 )
 from limbo_plugin.spec.schemas import schema_problem
 from limbo_plugin.world.services import service_classes
@@ -65,6 +67,8 @@ def default_specs_dir() -> Path:
     return packaged_specs_dir()
 
 
+FINISH_TOOL = "finish"
+"""The tool every episode ends with (declared in ``services/general.yaml``)."""
 FAULT_FREE = "none"
 """The fault-free mode and its family: what every comparison takes as its baseline."""
 
@@ -138,6 +142,16 @@ class SpecRegistry:
                 for path, ref in refs:
                     if ref not in seen:
                         raise docs[name].error(path, f"unknown tool {ref!r}")
+        tools = {t.name: t for s in self.services.values() for t in s.tools}
+        for name, spec in self.services.items():
+            for i, tool in enumerate(spec.tools):
+                if tool.contract.read_back is not None:
+                    _check_read_back(tool.contract.read_back, tools, docs[name],
+                                     ("tools", i, "contract", "read_back"))
+        if FINISH_TOOL not in tools:
+            raise SpecError(self.root / "services", f"no service declares the {FINISH_TOOL!r} "
+                            "tool an agent ends its episode with (Limbo's services/general.yaml "
+                            "does): without it no episode can finish")
         lags = {t.name: t.contract.visibility_lag_s
                 for s in self.services.values() for t in s.tools}
         for name, spec in self.services.items():
@@ -167,10 +181,26 @@ class SpecRegistry:
                 raise doc.error(("key_schema", *problem.path), problem.message)
             if contract.name != file.stem:
                 raise doc.error(("name",), f"name {contract.name!r} must match the file name")
+            if contract.keys_on_non_idempotent_writes:
+                self._check_key_param(contract, doc)
             self.contracts[contract.name] = contract
         for needed, table in (("native", self.contracts), ("default", self.docs)):
             if needed not in table:
                 raise SpecError(self.root / "contracts", f"variant {needed!r} is missing")
+
+    def _check_key_param(self, contract: ContractVariant, doc: LoadedYaml) -> None:
+        """The key a variant adds must be a new parameter of every write it is added to: an
+        existing one would be silently replaced, and an empty name is no parameter at all."""
+        if not contract.key_param.isidentifier():
+            raise doc.error(("key_param",), f"key_param {contract.key_param!r} is not a "
+                            "parameter name (letters, digits and _)")
+        for service in self.services.values():
+            for tool in service.tools:
+                if (tool.contract.idempotency == "non_idempotent"
+                        and contract.key_param in tool.parameters):
+                    raise doc.error(("key_param",), f"key_param {contract.key_param!r} is "
+                                    f"already a parameter of {tool.name!r}: the key would "
+                                    "replace it; name a new parameter")
 
     def _load_faults(self) -> None:
         file = self.root / "faults" / "modes.yaml"
@@ -189,6 +219,15 @@ class SpecRegistry:
                 raise doc.error(("modes", i, "family"),
                                 f"unknown family {mode.family!r}; declared under families: "
                                 + ", ".join(self.families))
+            shortest = (mode.late_delay_s if mode.late_delay == "fixed" else
+                        mode.late_delay_range_s[0] if mode.late_delay_range_s else None)
+            if mode.execute == "late" and shortest is not None and shortest <= mode.cost_s:
+                raise doc.error(("modes", i, "late_delay_s" if mode.late_delay == "fixed"
+                                 else "late_delay_range_s"),
+                                f"a late commit after {shortest:g} s lands before the "
+                                f"{mode.cost_s:g} s the failure takes to report (cost_s): it "
+                                "would not be in flight when the agent learns of the failure; "
+                                f"make it longer than {mode.cost_s:g} s")
             if mode.execute not in executors():
                 raise doc.error(("modes", i, "execute"),
                                 f"unknown execute kind {mode.execute!r}; valid: "
@@ -301,4 +340,22 @@ def _pick(kind: str, name: str, table: dict[str, T]) -> T:
     except KeyError:
         valid = ", ".join(sorted(table)) or "(none)"
         raise UsageError(f"unknown {kind} {name!r}; valid: {valid}") from None
+
+
+def _check_read_back(back: ReadBack, tools: dict[str, ToolSpecModel], doc: LoadedYaml,
+                     path: tuple[str | int, ...]) -> None:
+    """A read-back must be a read, called with arguments it declares, and say where in its
+    answer the records are: otherwise verification reads nothing, or writes."""
+    reader = tools[back.tool]
+    if not reader.contract.read_only_hint:
+        raise doc.error((*path, "tool"), f"read-back tool {back.tool!r} is a write (its "
+                        "contract is not read_only): verifying with it would change the world")
+    unknown = sorted(set(back.args) - set(reader.parameters))
+    if unknown:
+        raise doc.error((*path, "args", unknown[0]),
+                        f"{back.tool!r} takes no argument {unknown[0]!r}; its parameters: "
+                        + (", ".join(reader.parameters) or "none"))
+    if back.items is None and back.match:
+        raise doc.error(path, f"a read-back that matches fields needs items: the key of the "
+                        f"list in {back.tool!r}'s answer")
 

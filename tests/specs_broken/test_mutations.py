@@ -74,3 +74,13 @@ def test_a_run_over_a_looping_spec_or_specs_option_says_so_once(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "ERROR: --limbo-specs looping: a symbolic link loop" in result.stderr.str()
     assert "Traceback" not in result.stderr.str()
+
+
+def test_a_tree_without_the_finish_tool_is_refused(tmp_path: Path) -> None:
+    """Without ``services/general.yaml`` no episode can end, yet every one used to pass."""
+    root = tree_with(tmp_path, "pools.yaml", (SPECS / "pools.yaml").read_bytes())
+    (root / "services" / "general.yaml").unlink()
+    with time_limit(LIMIT_S), pytest.raises(SpecError) as info:
+        load_as_a_run_does(root, "pools.yaml")
+    assert "no service declares the 'finish' tool an agent ends its episode with" in \
+        str(info.value) and "\n" not in str(info.value)
