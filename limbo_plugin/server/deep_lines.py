@@ -27,6 +27,7 @@ A line that is not JSON is passed on as it came, for the SDK to drop as before.
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -187,13 +188,25 @@ class ReadableBodies:
     parser's limit with a parse error of no id, which no episode records. Bodies with a
     ``Content-Length`` of at most :data:`READ_BODY_BYTES`; others pass untouched."""
 
-    def __init__(self, app: Any, *, empty: bool) -> None:
+    def __init__(self, app: Any, *, empty: bool, token: str | None = None) -> None:
         self.app = app
         self.empty = empty
+        self.bearer = f"Bearer {token}".encode() if token else None
+
+    def _authorized(self, scope: Any) -> bool:
+        """Whether the request carries the endpoint's token (always, without one): a body is
+        read only for a client that may send one, so an unauthenticated connection costs no
+        buffer and the app's own bearer check refuses it before any byte of it is read."""
+        if self.bearer is None:
+            return True
+        given = next((value for name, value in scope.get("headers", ())
+                      if name.lower() == b"authorization"), b"")
+        return hmac.compare_digest(given, self.bearer)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         length = _content_length(scope) if scope["type"] == "http" else None
-        if scope.get("method") != "POST" or length is None or length > READ_BODY_BYTES:
+        if (scope.get("method") != "POST" or length is None or length > READ_BODY_BYTES
+                or not self._authorized(scope)):
             await self.app(scope, receive, send)
             return
         body, more = b"", True

@@ -31,6 +31,10 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # keep-alive handler threads would otherwise block server_close()
     allow_reuse_address = True
+    max_connections = 256
+    """Open connections served at once; one more is closed unanswered. Each costs a thread, so
+    a local process opening thousands cannot exhaust the worker's memory or threads (an
+    episode's own client holds a handful)."""
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         self.connections: set[socket.socket] = set()
@@ -48,6 +52,10 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
         with self.connections_lock:
             self.connections.add(sock)
         return sock, address
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        with self.connections_lock:
+            return len(self.connections) <= self.max_connections
 
     def shutdown_request(self, request: Any) -> None:
         with self.connections_lock:

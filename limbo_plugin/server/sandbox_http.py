@@ -31,6 +31,7 @@ import hmac
 import json
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -191,10 +192,18 @@ class RequestError(Exception):
         self.status, self.kind, self.message = status, kind, message
 
 
+BODY_DEADLINE_S = 30.0
+"""How long a request's body may take to arrive, whole: a loopback client sends one in
+milliseconds."""
+IDLE_TIMEOUT_S = 120.0
+"""How long a connection may sit between requests (or mid-header) before it is closed."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "limbo-sandbox"
     sys_version = ""
+    timeout = IDLE_TIMEOUT_S
 
     @property
     def sandbox(self) -> SandboxServer:
@@ -215,8 +224,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         try:
-            body = self._read_body()
             path = self.path.split("?", 1)[0].rstrip("/") or "/"
+            lease = self.sandbox.lease_for(self.headers.get("Authorization"))
+            if lease is None and path != HEALTH_PATH:
+                # Said before a byte of the body is read: an unauthenticated client costs no
+                # buffer, and its unread body ends the connection rather than the next request.
+                self.close_connection = True
+                raise RequestError(401, "unauthorized",
+                                   "missing, invalid or expired bearer token")
+            body = self._read_body()
             if path == HEALTH_PATH:
                 self._send(200, {"status": "ok"})
                 return
@@ -226,10 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
             expected = "GET" if path == TOOLS_PATH else "POST"
             if method != expected:
                 raise RequestError(405, "method_not_allowed", f"{path} accepts {expected} only")
-            lease = self.sandbox.lease_for(self.headers.get("Authorization"))
-            if lease is None:
-                raise RequestError(401, "unauthorized",
-                                   "missing, invalid or expired bearer token")
+            assert lease is not None
             if path == TOOLS_PATH:
                 self._send(200, self._list(lease))
             else:
@@ -251,7 +264,33 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the unread body would corrupt the next request
             raise RequestError(413, "too_large",
                                f"request body of {length} bytes (limit {MAX_BODY_BYTES})")
-        return self.rfile.read(length) if length else b""
+        return self._read_within(length, BODY_DEADLINE_S) if length else b""
+
+    def _read_within(self, length: int, seconds: float) -> bytes:
+        """``length`` bytes of body, all of them within ``seconds``: a client that trickles a
+        body (a slowloris) is cut off rather than holding a thread and a buffer for ever."""
+        deadline = time.monotonic() + seconds
+        chunks: list[bytes] = []
+        remaining = length
+        while remaining:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close_connection = True
+                raise RequestError(408, "timeout", f"the body did not arrive within {seconds:g} s")
+            self.connection.settimeout(left)
+            try:
+                chunk = self.rfile.read1(min(remaining, 65536))
+            except TimeoutError:
+                chunk = None
+            if chunk is None:
+                continue
+            if not chunk:
+                self.close_connection = True
+                raise RequestError(400, "bad_request", "the body ended before Content-Length")
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        self.connection.settimeout(self.timeout)
+        return b"".join(chunks)
 
     def _list(self, lease: EpisodeLease) -> dict[str, Any]:
         with lease.lock:

@@ -35,6 +35,8 @@ TRANSPORTS = ("stdio", "streamable-http")
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("localhost",)
 MAX_HTTP_BODY_BYTES = 64 * 1024 * 1024
+MAX_CONNECTIONS = 256
+"""Connections `limbo mcp` serves at once over HTTP; uvicorn answers 503 beyond."""
 """The largest request the HTTP endpoint reads (the SDK's default is 4 MiB). A model's tool call
 is far smaller; what is larger still reaches the episode, to be refused as a tool error the way
 an in-process agent's would be, instead of failing as an HTTP 413 nobody records."""
@@ -160,8 +162,12 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
     sock.bind((host, port))
     sock.listen(socket.SOMAXCONN)
     bound = sock.getsockname()[1]
-    app = ReadableBodies(http_app(server, host, bound, token), empty=empty_deep_lines)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    app = ReadableBodies(http_app(server, host, bound, token), empty=empty_deep_lines,
+                         token=token)
+    # At most MAX_CONNECTIONS at once (uvicorn answers 503 beyond), idle ones closed after 5 s:
+    # an unauthenticated local client is refused by the bearer check before its body is read.
+    config = uvicorn.Config(app, log_level="warning", lifespan="on",
+                            limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=5)
     literal = f"[{host}]" if ":" in host else host
     print(f"{label}: serving streamable HTTP at http://{literal}:{bound}{MCP_PATH}",
           file=sys.stderr, flush=True)

@@ -144,3 +144,23 @@ def test_allow_remote_serves_every_interface_and_still_wants_the_token() -> None
     (url, without, right), _ = in_episode(body)
     assert url.startswith("http://0.0.0.0:")
     assert (without, right) == (401, 200)
+
+
+def test_an_unauthenticated_body_is_refused_before_it_is_read() -> None:
+    """``limbo mcp`` over HTTP answers a client without the token before reading the body it
+    announces (a deep-line check used to buffer up to a megabyte of it first)."""
+    import socket
+
+    def body(session: AgentSession) -> Any:
+        with shared_sandbox().episode(session) as lease, \
+                mcp_http_server(lease.url, lease.token) as url:
+            parts = urlsplit(url)
+            with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+                sock.sendall(f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                             "Content-Type: application/json\r\nAccept: application/json, "
+                             "text/event-stream\r\nContent-Length: 500000\r\n\r\n{".encode())
+                return sock.recv(65536)  # with the old order: no answer until the timeout
+
+    answer, record = in_episode(body)
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
+    assert record.tool_calls == 0

@@ -120,6 +120,7 @@ def test_malformed_requests_get_json_errors_and_the_server_keeps_serving(
             }
             garbage = _raw_exchange(url, b"THIS IS NOT HTTP\r\n\r\n")
             too_large = _raw_exchange(url, f"POST {CALL_PATH} HTTP/1.1\r\nHost: x\r\n"
+                                      f"Authorization: Bearer {token}\r\n"
                                       "Content-Length: 2000001\r\n\r\n{".encode())
             answers["after"] = request(url, "POST", CALL_PATH, token=token,
                                        body={"name": "wait", "arguments": {"seconds": 2}})
@@ -289,3 +290,65 @@ def _raw_exchange(url: str, data: bytes) -> bytes:
                 break
             chunks.append(chunk)
     return b"".join(chunks)
+
+
+# -- clients that never finish ---------------------------------------------------------------
+def test_an_unauthenticated_body_is_refused_before_it_is_read(sandbox: SandboxServer) -> None:
+    """A client announcing a large body without the token gets 401 at once and the connection
+    closes; the server never waits for (or buffers) the body it will not use."""
+    def body(session: AgentSession) -> Any:
+        with sandbox.episode(session) as lease:
+            # the exchange waits for the server to close: with the old order it would wait for
+            # a body that never comes, until the socket's timeout
+            return _raw_exchange(lease.url, f"POST {CALL_PATH} HTTP/1.1\r\nHost: x\r\n"
+                                 "Content-Length: 1000000\r\n\r\n".encode())
+
+    answer, record = in_episode(body)
+    assert answer.startswith(b"HTTP/1.1 401") and b"Connection: close" in answer
+    assert record.tool_calls == 0
+
+
+def test_a_body_that_trickles_past_its_deadline_is_cut_off(
+        sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from limbo_plugin.server import sandbox_http
+
+    monkeypatch.setattr(sandbox_http, "BODY_DEADLINE_S", 0.5)
+
+    def body(session: AgentSession) -> Any:
+        with sandbox.episode(session) as lease:
+            port = int(lease.url.rsplit(":", 1)[1])
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(f"POST {CALL_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                             f"{lease.token}\r\nContent-Length: 100\r\n\r\n{{".encode())
+                answer = b""
+                while not answer.endswith(b"}"):  # the server answers without the rest
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    answer += chunk
+                return answer
+
+    answer, record = in_episode(body)
+    assert answer.startswith(b"HTTP/1.1 408") and b"the body did not arrive within 0.5 s" \
+        in answer
+    assert record.tool_calls == 0
+
+
+def test_connections_past_the_bound_are_closed_unanswered(sandbox: SandboxServer) -> None:
+    httpd = sandbox._httpd
+    assert httpd is not None
+    before = httpd.max_connections
+    httpd.max_connections = 3
+    port = httpd.port
+    sockets = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(6)]
+    try:
+        refused = 0
+        for sock in sockets:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")  # kept alive
+            if sock.recv(65536) == b"":
+                refused += 1
+        assert refused == 3
+    finally:
+        httpd.max_connections = before
+        for sock in sockets:
+            sock.close()
