@@ -74,6 +74,17 @@ class Settings:
     agent_options: AgentOptions
 
 
+def _experiment_option(value: str | None) -> str:
+    """``--experiment``: ``default`` when not given; an empty name is a usage error, not the
+    default experiment run in its place."""
+    if value is None:
+        return "default"
+    if not value.strip():
+        raise pytest.UsageError(f"--experiment {value!r}: name an experiment (default, smoke, "
+                                "e1 … e6; the files under specs/experiments/)")
+    return value
+
+
 def _specs_option(value: str) -> Path:
     """``--limbo-specs`` resolved; a symbolic link loop is a usage error naming it."""
     try:
@@ -108,7 +119,7 @@ def settings_from(config: pytest.Config) -> Settings:
     settings = Settings(
         root=root, specs_dir=specs_dir, specs_given=bool(specs),
         limbo_options=tuple(limbo_options), redirected=redirected,
-        experiment=option(config, "experiment") or "default",
+        experiment=_experiment_option(option(config, "experiment")),
         collects_specs=collects, only_specs=collects_only_specs(config, args, specs_dir),
         active=collects or bool(limbo_options) or names_experiments(config),
         is_worker=hasattr(config, "workerinput"),

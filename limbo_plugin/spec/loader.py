@@ -7,11 +7,12 @@ keeps a map from each value's path (a tuple of keys and indices) to its line num
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -93,9 +94,10 @@ class _Converter:
     lines: dict[PathKey, int] = field(default_factory=dict)
     values: int = 0
     _open: set[int] = field(default_factory=set)
+    line_of_mark: Callable[[Any], int] = field(default=lambda mark: int(mark.line) + 1)
 
     def error(self, node: yaml.Node, path: PathKey, message: str) -> SpecError:
-        return SpecError(self.file, message, line=node.start_mark.line + 1,
+        return SpecError(self.file, message, line=self.line_of_mark(node.start_mark),
                          path=format_path(path))
 
     def convert(self, node: yaml.Node, path: PathKey) -> Any:
@@ -105,7 +107,7 @@ class _Converter:
                              "values (nested aliases?); a spec is far smaller")
         if len(path) > MAX_DEPTH:
             raise self.error(node, path, f"values nest more than {MAX_DEPTH} levels deep")
-        self.lines[path] = node.start_mark.line + 1
+        self.lines[path] = self.line_of_mark(node.start_mark)
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node, path)
         if id(node) in self._open:
@@ -175,6 +177,20 @@ class _Converter:
             raise self.error(node, path, f"{node.value} is too large; spec integers are at "
                              f"most {MAX_INT:,} (2**53) in size")
         return value
+
+
+_OTHER_BREAKS = ("\u2028", "\u2029", "\x85")
+"""Characters YAML 1.1 (the parser's) counts as line breaks and an editor does not."""
+
+
+def _line_counter(text: str) -> Callable[[Any], int]:
+    """How to turn a parser mark into the line an editor shows: the parser's own count, unless
+    the text holds a character it counts as a break that an editor does not (U+2028, U+2029,
+    NEL), after which its count would run ahead."""
+    if not any(ch in text for ch in _OTHER_BREAKS):
+        return lambda mark: int(mark.line) + 1
+    starts = [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    return lambda mark: bisect.bisect_right(starts, int(mark.index)) + 1
 
 
 def _too_deep_at(text: str) -> int | None:
@@ -294,11 +310,12 @@ def load_yaml_text(text: str, file: str | Path = "<string>") -> LoadedYaml:
     if len(text) > MAX_SPEC_BYTES:
         raise SpecError(file, f"the text is {len(text):,} characters; a spec is at most "
                         f"{MAX_SPEC_BYTES:,}")
+    line_of_mark = _line_counter(text)
     try:
         node = yaml.compose(text, Loader=COMPOSER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
+        line = line_of_mark(mark) if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
         raise SpecError(file, f"YAML syntax error: {problem}", line=line) from None
     except yaml.reader.ReaderError as exc:  # a control character: no mark, a position
@@ -312,7 +329,7 @@ def load_yaml_text(text: str, file: str | Path = "<string>") -> LoadedYaml:
     except RecursionError:
         raise SpecError(file, f"values nest more than {MAX_DEPTH} levels deep",
                         line=_too_deep_at(text)) from None
-    converter = _Converter(file)
+    converter = _Converter(file, line_of_mark=line_of_mark)
     data = None if node is None else converter.convert(node, ())
     return LoadedYaml(file=file, data=data, lines=converter.lines)
 
@@ -354,8 +371,8 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
 
 _NUMERIC_CHECKS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal",
                              "multiple_of", "finite_number"})
-_PARSING = {"float_parsing": "a number", "int_parsing": "a whole number",
-            "int_from_float": "a whole number", "bool_parsing": "true or false"}
+_PARSING = {"float_parsing": "a number", "int_parsing": "an integer",
+            "int_from_float": "an integer", "bool_parsing": "true or false"}
 _MISSING = object()
 
 

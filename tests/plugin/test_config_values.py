@@ -58,3 +58,11 @@ def test_a_condition_past_any_clock_or_with_a_newline(project: pytest.Pytester, 
     line = _usage_line(project.runpytest_subprocess("--experiment", "smoke", "--condition",
                                                     condition))
     assert says in line
+
+
+def test_an_empty_experiment_name_is_not_the_default_experiment(
+        project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\ntestpaths = specs\n")
+    line = _usage_line(project.runpytest_subprocess("--experiment", ""))
+    assert line.startswith("ERROR: --experiment '': name an experiment")
+    assert not (project.path / "reports").exists()

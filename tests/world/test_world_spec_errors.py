@@ -230,3 +230,12 @@ def test_every_shipped_spec_reads_as_pyyaml_reads_it() -> None:
     for file in files:
         assert load_yaml(file).data == _as_text_dates(
             yaml.safe_load(file.read_text(encoding="utf-8"))), file
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_line_numbers_are_an_editors_after_a_unicode_line_separator(separator: str) -> None:
+    """YAML 1.1's parser counts U+2028, U+2029 and NEL as line breaks; an editor does not."""
+    text = f'a: "one{separator}two"\nb: 1\nc: !!bool maybe\n'
+    with pytest.raises(SpecError) as caught:
+        load_yaml_text(text, "spec.yaml")
+    assert caught.value.line == 3
