@@ -7,6 +7,7 @@ An episode is ``agent ∘ conditions ∘ fault transport ∘ world``. The world 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -122,9 +123,13 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
         (on_abandon or _report_abandoned)(abandoned)
 
     error: str | None = None
+    pid = os.getpid()
     try:
         with wall_clock_limit(time_limit_s, give_up):
-            agent.run(session)
+            try:
+                agent.run(session)
+            finally:
+                _leave_if_forked(pid)
     except EpisodeOver:
         pass
     except InfrastructureError as exc:
@@ -136,6 +141,15 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
     sim_seconds = world.clock.now
     world.finish_in_flight()
     return record(error, sim_seconds)
+
+
+def _leave_if_forked(pid: int) -> None:
+    """A child an agent forked that returns (or raises) out of the agent is not the episode's
+    process: it ends here, at once, rather than carry on the run and write its records twice.
+    (Its own children and threads are the agent's; only the process that ran the episode goes
+    on.)"""
+    if os.getpid() != pid:
+        os._exit(0)
 
 
 def _report_abandoned(record: EpisodeRecord) -> None:
