@@ -99,6 +99,7 @@ class RecordsLock:
         self.path = lock_path(records)
         self.option = option
         self._handle: IO[str] | None = None
+        self._file_handle: IO[bytes] | None = None
 
     def acquire(self) -> None:
         while True:
@@ -132,8 +133,33 @@ class RecordsLock:
         handle.write(str(os.getpid()))
         handle.flush()
         self._handle = handle
+        try:
+            self._lock_the_file_itself()
+        except UsageError:
+            self.release()
+            raise
+
+    def _lock_the_file_itself(self) -> None:
+        """Lock the records file's own inode too, when it exists: a hard link (or any other
+        name) to the same file has another lock file beside it, but the same inode, so two runs
+        resuming one file under two names cannot both append to it."""
+        try:
+            handle = self.records.open("rb")
+        except OSError:  # not there yet (a fresh run), or not readable: the side lock holds
+            return
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise UsageError(f"{self.option}: {shown(self.records)} is being written by "
+                             "another run under another name (a hard link to the same file); "
+                             "wait for it to end or give another path") from None
+        self._file_handle = handle
 
     def release(self) -> None:
+        file_handle, self._file_handle = self._file_handle, None
+        if file_handle is not None:
+            file_handle.close()
         if self._handle is None:
             return
         with contextlib.suppress(OSError):

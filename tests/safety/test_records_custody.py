@@ -297,3 +297,27 @@ def test_a_full_disk_is_one_line_exit_3_and_resume_finishes(project: pytest.Pyte
     assert resumed.returncode in (0, 1), resumed.stdout[-3000:]
     ids = [json.loads(line)["test_id"] for line in records.read_bytes().splitlines()]
     assert len(ids) == len(set(ids)) == 8
+
+
+def test_a_hard_link_to_a_records_file_shares_its_lock(tmp_path: Path) -> None:
+    """Two names for one file (a hard link) have two lock files beside them, but one inode:
+    a run resuming it under the second name stops, instead of appending beside the first."""
+    records = tmp_path / "episodes.jsonl"
+    records.write_text('{"schema_version": 1}\n')
+    alias = tmp_path / "alias.jsonl"
+    os.link(records, alias)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from limbo_plugin.report.custody import RecordsLock\n"
+         f"lock = RecordsLock({str(records)!r}); lock.acquire(); print('locked', flush=True)\n"
+         "time.sleep(600)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.raises(UsageError, match="under another name"):
+            RecordsLock(alias).acquire()
+        assert not lock_path(alias).exists(), "a refused lock leaves nothing behind"
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+    with RecordsLock(alias):
+        pass
