@@ -40,7 +40,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import threading
 import time
 import uuid
@@ -50,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.agents.base import InfrastructureError
 from limbo_plugin.agents.provider import OUTPUT_OPTIONS, ChatProvider, ModelTurn
+from limbo_plugin.atomic_files import write_text_atomically
 from limbo_plugin.scrubbing import current
 
 if TYPE_CHECKING:
@@ -164,17 +164,7 @@ class Cassette:
 
 
 def _write_atomically(target: Path, entry: Mapping[str, Any]) -> None:
-    fd, temp = tempfile.mkstemp(prefix=f".{target.stem[:16]}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(entry, handle, ensure_ascii=False, sort_keys=True, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
+    write_text_atomically(target, json.dumps(entry, ensure_ascii=False, sort_keys=True, indent=1))
 
 
 class CassetteProvider(ChatProvider):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from limbo_plugin.atomic_files import write_text_atomically
 from limbo_plugin.report.aggregate import FamilyRow, Rate, Summary
 from limbo_plugin.report.record_files import summary_paths
 
@@ -108,7 +109,7 @@ def write_summary(summary: Summary, records: str | Path) -> tuple[Path, Path]:
     """Write the summary beside the records file ``records``, named after it."""
     json_path, md_path = summary_paths(records)
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n",
-                         encoding="utf-8")
-    md_path.write_text(render_markdown(summary), encoding="utf-8")
+    write_text_atomically(json_path, json.dumps(summary.to_json(), indent=2, sort_keys=True)
+                          + "\n")
+    write_text_atomically(md_path, render_markdown(summary))
     return json_path, md_path
