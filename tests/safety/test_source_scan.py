@@ -38,6 +38,11 @@ def safe_loader_names(tree: ast.AST) -> set[str]:
             if mentioned & SAFE_LOADERS and not mentioned & UNSAFE_YAML:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):  # a subclass of safe loaders only (a resolver of its own)
+        if (isinstance(node, ast.ClassDef) and node.bases
+                and all(is_safe_loader(base, names) for base in node.bases)
+                and not any(isinstance(item, ast.FunctionDef) for item in node.body)):
+            names.add(node.name)
     return names
 
 
@@ -91,6 +96,10 @@ def test_no_unsafe_loading_or_execution(source: Path) -> None:
     ("from yaml import unsafe_load", "from yaml import unsafe_load"),
     ("yaml.parse(text, Loader=yaml.UnsafeLoader)", "Loader= other than SafeLoader"),
     ("L = yaml.FullLoader\nyaml.compose(text, Loader=L)", "Loader= other than SafeLoader"),
+    ("class L(yaml.FullLoader):\n    x = 1\nyaml.compose(text, Loader=L)",
+     "Loader= other than SafeLoader"),
+    ("class L(yaml.SafeLoader):\n    def construct(self): pass\nyaml.compose(text, Loader=L)",
+     "Loader= other than SafeLoader"),
     ("eval(expr)", "eval(…)"),
     ("exec(code)", "exec(…)"),
     ("subprocess.run(cmd, shell=True)", "shell=…"),
