@@ -178,7 +178,7 @@ PAPER = (
     PaperItem("Figure 4", "e5", "figure", "waiting_vs_keys"),
     PaperItem("Table 7", "e2", "table", "table7_conditions"),
     PaperItem("Appendix B", "e2", "table", "appendix_b_mcnemar"),
-    PaperItem("§6.6 robustness: E4 against E2", "e4", "table", "table7_conditions"),
+    PaperItem("§6.6 robustness: E4 against E2", "e4", "table", "e4_matched"),
     PaperItem("Table 8", "e3", "table", "table8_harnesses"),
     PaperItem("Table 9", "e3", "table", "table9_harness_contracts"),
     PaperItem("Table 4, bottom (E3)", "e3", "table", "table4_shapley"),

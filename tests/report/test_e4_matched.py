@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reportkit import cell, clusters, load, within_cell_rho, write
+from reportkit import cell, clusters, load, same_configs, within_cell_rho, write
 from scipy.stats import binomtest
 
 from limbo_plugin.records import EpisodeRecord
@@ -67,8 +67,7 @@ def check_rate(got: object, members: Sequence[EpisodeRecord],
                records: Sequence[EpisodeRecord]) -> None:
     assert isinstance(got, RateCell)
     assert (got.k, got.n) == (sum(map(dup, members)), len(members))
-    experiment = members[0].experiment
-    rho = within_cell_rho([r for r in records if r.experiment == experiment], dup)
+    rho = within_cell_rho(same_configs(records, members), dup)
     expected = rate_with_interval(clusters(members, dup), icc=rho)
     assert (got.low, got.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
-from reportkit import cell, clusters, load, record, within_cell_rho, write
+from reportkit import cell, clusters, load, record, same_configs, within_cell_rho, write
 
 from limbo_plugin.records import EpisodeRecord, TraceEntry
 from limbo_plugin.report.load import EpisodeRow
@@ -41,8 +41,7 @@ def check(got: object, k: int, n: int, cell_records: Sequence[EpisodeRecord],
     assert isinstance(got, RateCell)
     assert (got.k, got.n) == (k, n)
     assert got.rate == pytest.approx(k / n)
-    experiments = {r.experiment for r in cell_records}  # ρ is estimated per experiment
-    icc = within_cell_rho([r for r in scope if r.experiment in experiments], test)
+    icc = within_cell_rho(same_configs(scope, cell_records), test)  # its configuration's cells
     expected = rate_with_interval(clusters(cell_records, test), icc=icc)
     assert (got.low, got.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
     assert got.low <= got.rate <= got.high
@@ -463,8 +462,8 @@ def test_writers_agree_on_numbers(tmp_path: Path) -> None:
     csv_text = to_csv(table).splitlines()
     header = csv_text[0].split(",")
     values = dict(zip(header, csv_text[1].split(","), strict=True))
-    assert values["dup_lost_ack"] == "0.250000" and values["dup_lost_ack_k"] == "2"
-    assert float(values["dup_lost_ack_low"]) == pytest.approx(dup_cell["low"], abs=1e-6)
+    assert values["dup_lost_ack"] == "0.25" and values["dup_lost_ack_k"] == "2"
+    assert float(values["dup_lost_ack_low"]) == dup_cell["low"]  # both at full precision
 
 
 def test_every_table_is_a_table_or_a_reason(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from functools import cache
 from typing import TYPE_CHECKING, TypeGuard
 
 from limbo_plugin.extensions import declared
+from limbo_plugin.report.icc import DEFAULT_SCOPE, RhoScope, use_book
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.agents import table3, table3_tiers
 from limbo_plugin.report.tables.base import Result, Skipped, Table
@@ -72,9 +73,12 @@ def _is_generator(item: object) -> TypeGuard[Generator]:
 
 
 def build_tables(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow] = (),
-                 registry: SpecRegistry | None = None) -> list[Result]:
+                 registry: SpecRegistry | None = None, *,
+                 rho: RhoScope = DEFAULT_SCOPE) -> list[Result]:
     """Every table on the episodes; with ``registry``, first the tables that describe the
-    benchmark itself (:data:`SPEC_TABLES`: the paper's Tables 1, 2 and 11, from the specs)."""
+    benchmark itself (:data:`SPEC_TABLES`: the paper's Tables 1, 2 and 11, from the specs).
+    ``rho`` is the cells each interval's ρ is estimated over (:mod:`limbo_plugin.report.icc`)."""
+    use_book(rows, rho)
     described = [generate(registry) for generate in SPEC_TABLES] if registry else []
     return described + [generate(rows, repeats) for generate in all_tables()]
 
