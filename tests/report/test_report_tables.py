@@ -478,7 +478,7 @@ def test_every_table_is_a_table_or_a_reason(tmp_path: Path) -> None:
 # -- H4 ------------------------------------------------------------------------------------------
 def test_h4_stakes_irreversible_against_reversible(tmp_path: Path) -> None:
     def episodes(n: int, k: int, irreversible: bool, first: int) -> list[EpisodeRecord]:
-        # a keyed retry re-sends without checking too (the first unchecked one of each group)
+        # the first re-issue of each group carries the key again: keyed, not unchecked
         return [record(template=("t1", "t2")[i % 2], instance=first + i,
                        behaviour=("retry_same_key" if i == 0 else "blind_retry") if i < k
                        else "verify_then_skip", focal_irreversible=irreversible)
@@ -493,15 +493,18 @@ def test_h4_stakes_irreversible_against_reversible(tmp_path: Path) -> None:
     table = table_stakes(rows_of(tmp_path, [*hard, *soft, *ignored]))
     assert isinstance(table, Table)
     (row,) = table.rows
-    blind = lambda r: r.behaviour in ("blind_retry", "retry_same_key")  # noqa: E731
-    check(row["irreversible"], 3, 10, hard, [*hard, *soft], blind)
-    check(row["reversible"], 2, 20, soft, [*hard, *soft], blind)
-    expected = tost_independent([True] * 3 + [False] * 7, [True] * 2 + [False] * 18)
-    assert row["difference"] == pytest.approx(20.0)
+    blind = lambda r: r.behaviour == "blind_retry"  # noqa: E731
+    keyed = lambda r: r.behaviour in ("retry_same_key", "retry_new_key")  # noqa: E731
+    check(row["irreversible"], 2, 10, hard, [*hard, *soft], blind)
+    check(row["reversible"], 1, 20, soft, [*hard, *soft], blind)
+    check(row["irreversible_keyed"], 1, 10, hard, [*hard, *soft], keyed)
+    check(row["reversible_keyed"], 1, 20, soft, [*hard, *soft], keyed)
+    expected = tost_independent([True] * 2 + [False] * 8, [True] * 1 + [False] * 19)
+    assert row["difference"] == pytest.approx(15.0)
     assert (row["low"], row["high"]) == (pytest.approx(100 * expected.low),
                                          pytest.approx(100 * expected.high))
     assert row["p"] == pytest.approx(expected.pvalue) and row["equivalent"] == "no"
     from scipy.stats import fisher_exact
-    assert row["p_difference"] == pytest.approx(fisher_exact([[3, 7], [2, 18]]).pvalue)
+    assert row["p_difference"] == pytest.approx(fisher_exact([[2, 8], [1, 19]]).pvalue)
     skipped = table_stakes(rows_of(tmp_path, soft))
     assert isinstance(skipped, Skipped) and "irreversible and reversible" in skipped.reason
