@@ -34,6 +34,8 @@ def format_cell(cell: Cell, column: Column) -> str:
         return f"{pct(cell.rate)}% [{pct(cell.low)}–{pct(cell.high)}] ({cell.k}/{cell.n})"
     if isinstance(cell, float) and math.isnan(cell):
         return DASH
+    if column.kind == "rate" and isinstance(cell, int | float):
+        return f"{float(cell):.1f}"  # a cost row among rate rows (Table 7 in the paper's layout)
     if column.kind == "percent" and isinstance(cell, float):
         return f"{pct(cell)}%"  # an int in a share column is a count (Table 4's episodes)
     if column.kind == "pvalue" and isinstance(cell, int | float):
@@ -105,6 +107,8 @@ def to_csv(table: Table) -> str:
                     out += [_fmt(cell.rate), cell.k, cell.n, _fmt(cell.low), _fmt(cell.high)]
                 elif isinstance(cell, RateCell):
                     out += ["", 0, 0, "", ""]
+                elif isinstance(cell, int | float):
+                    out += [_fmt(float(cell)), "", "", "", ""]
                 else:
                     out += ["", "", "", "", ""]
             elif isinstance(cell, float):

@@ -53,8 +53,8 @@ def test_cli_prints_counts_tables_and_skips(tmp_path: Path, capsys: pytest.Captu
     assert "Dropped 1 record(s) that ended in an infrastructure error" in out
     assert "Kept 6 repeat run(s)" in out
     assert "Table 3: results by agent (table3_agents)" in out
-    assert "Table 7: recovery conditions: skipped — needs episodes under at least two " \
-           "conditions (found only vanilla)" in out
+    assert "Table 7 per agent: recovery conditions with each agent's costs: skipped — needs " \
+           "episodes under at least two conditions (found only vanilla)" in out
     assert "Figure: Waiting versus keys: skipped — no fired late-commit episode" in out
     assert f"Report: {tmp_path / 'out' / 'index.html'}" in out
     html = (tmp_path / "out" / "index.html").read_text()

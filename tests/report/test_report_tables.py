@@ -269,6 +269,48 @@ def test_table7_conditions_with_costs(tmp_path: Path) -> None:
     assert guard["tokens"] is None  # no usage recorded: empty, not zero
 
 
+def test_table7_in_the_papers_layout(tmp_path: Path) -> None:
+    """Conditions as columns; each agent's EOS, duplicate rate and TS; the bottom rows the mean
+    cost per episode over all agents, fault-free episodes included."""
+    from limbo_plugin.report.render import to_csv, to_markdown
+    from limbo_plugin.report.tables.conditions_paper import table7_paper
+
+    vanilla_a = cell(4, 2, agent="litellm:a", tool_calls=6, escalations=0,
+                     usage={"prompt_tokens": 100, "completion_tokens": 20})
+    vanilla_b = cell(4, 0, agent="litellm:b", tool_calls=8, escalations=2,
+                     usage={"prompt_tokens": 300, "completion_tokens": 60})
+    guard_a = cell(4, 1, agent="litellm:a", condition="guard", tool_calls=10, escalations=1)
+    baseline = [record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2),
+                record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2,
+                       condition="guard")]
+    everything = [*vanilla_a, *vanilla_b, *guard_a, *baseline]
+    table = table7_paper(rows_of(tmp_path, everything))
+    assert isinstance(table, Table)
+    assert [c.key for c in table.columns] == ["agent", "measure", "vanilla", "guard"]
+    assert [(r["agent"], r["measure"]) for r in table.rows] == [
+        ("litellm:a", "EOS"), ("litellm:a", "duplicate rate"), ("litellm:a", "TS"),
+        ("litellm:b", "EOS"), ("litellm:b", "duplicate rate"), ("litellm:b", "TS"),
+        ("all agents (pooled)", "tool calls"), ("all agents (pooled)", "operator min"),
+        ("all agents (pooled)", "tokens")]
+    faulted = counted(everything)
+    check(table.find(agent="litellm:a", measure="duplicate rate")["vanilla"], 2, 4, vanilla_a,
+          faulted, dup)
+    check(table.find(agent="litellm:a", measure="EOS")["guard"], 3, 4, guard_a, faulted,
+          lambda r: r.eos)
+    assert table.find(agent="litellm:b", measure="TS")["guard"] is None  # b ran no guard
+    calls = table.find(measure="tool calls")
+    assert calls["vanilla"] == pytest.approx((4 * 6 + 2 + 4 * 8) / 9)
+    assert calls["guard"] == pytest.approx((4 * 10 + 2) / 5)
+    assert table.find(measure="operator min")["vanilla"] == pytest.approx(4 * 2 * 15 / 9)
+    tokens = table.find(measure="tokens")
+    assert tokens["vanilla"] == pytest.approx((4 * 120 + 4 * 360) / 8)
+    assert tokens["guard"] is None  # no usage recorded: empty, not zero
+    lines = to_csv(table).splitlines()
+    header, cost = lines[0].split(","), lines[-3].split(",")
+    assert float(cost[header.index("vanilla")]) == calls["vanilla"]
+    assert f"| {calls['vanilla']:.1f} |" in to_markdown(table)
+
+
 def test_table7_compares_each_experiments_conditions_on_shared_worlds(tmp_path: Path
                                                                       ) -> None:
     """E2 (all writes, vanilla duplicates on the writes E4 does not run) beside E4 (two writes,
@@ -508,3 +550,17 @@ def test_h4_stakes_irreversible_against_reversible(tmp_path: Path) -> None:
     assert row["p_difference"] == pytest.approx(fisher_exact([[2, 8], [1, 19]]).pvalue)
     skipped = table_stakes(rows_of(tmp_path, soft))
     assert isinstance(skipped, Skipped) and "irreversible and reversible" in skipped.reason
+
+
+def test_table3_over_two_experiments_has_an_experiment_column(tmp_path: Path) -> None:
+    """E2 beside E4: the same agent and condition in both experiments are two rows, each with
+    its own experiment's episodes and the ρ of its own configuration's cells."""
+    e2 = cell(12, 6, templates=("t1", "t2", "t3"), experiment="e2")
+    e4 = cell(8, 1, templates=("t1", "t2", "t3"), experiment="e4")
+    table = table3(rows_of(tmp_path, [*e2, *e4]))
+    assert isinstance(table, Table)
+    assert [c.key for c in table.columns][:2] == ["agent", "experiment"]
+    dup = lambda r: r.duplicates > 0  # noqa: E731
+    for experiment, members, k in (("e2", e2, 6), ("e4", e4, 1)):
+        row = table.find(agent="scripted:alpha", experiment=experiment)
+        check(row["dup_lost_ack"], k, len(members), members, [*e2, *e4], dup)

@@ -20,6 +20,7 @@ from limbo_plugin.report.tables.agents import table3, table3_tiers
 from limbo_plugin.report.tables.base import Result, Skipped, Table
 from limbo_plugin.report.tables.behaviour import table_behaviour
 from limbo_plugin.report.tables.conditions import table7
+from limbo_plugin.report.tables.conditions_paper import table7_paper
 from limbo_plugin.report.tables.contracts import table5, table_contract_classes
 from limbo_plugin.report.tables.cue import table10
 from limbo_plugin.report.tables.equivalence import table_equivalence, table_stability
@@ -51,7 +52,8 @@ TABLES: tuple[Generator, ...] = (
     _rows_only(table_h3),
     _rows_only(table5),
     _rows_only(table_contract_classes),
-    _rows_only(table6), _rows_only(table7), _rows_only(table_appendix_b),
+    _rows_only(table6), _rows_only(table7_paper), _rows_only(table7),
+    _rows_only(table_appendix_b),
     _rows_only(table8), _rows_only(table9),
     _rows_only(table_robustness),
     _rows_only(table10), _rows_only(table_behaviour), _rows_only(table_overclaim),
