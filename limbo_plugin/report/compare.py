@@ -260,8 +260,8 @@ def render_text(comparison: Comparison, *, all_ids: bool = False) -> list[str]:
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
     if len(c.families) > 1:
-        lines.append("McNemar p: exact, raw; Holm p: adjusted across the families (the gate "
-                     "judges the adjusted one).")
+        lines.append("McNemar p: exact, raw; Holm p: adjusted across the families (as the "
+                     "gate's baseline comparison and the HTML report show them).")
     if rates:
         lines.append("Dup rate: each run's duplicate rate over its fired episodes (all for "
                      "'none'), with the 95% interval its own summary and gate show.")
