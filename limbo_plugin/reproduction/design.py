@@ -177,7 +177,6 @@ PAPER = (
     PaperItem("Table 6", "e5", "table", "table6_waiting"),
     PaperItem("Figure 4", "e5", "figure", "waiting_vs_keys"),
     PaperItem("Table 7", "e2", "table", "table7_paper"),
-    PaperItem("Table 7 per agent (costs per agent)", "e2", "table", "table7_conditions"),
     PaperItem("Appendix B", "e2", "table", "appendix_b_mcnemar"),
     PaperItem("§6.6 robustness: E4 against E2", "e4", "table", "e4_matched"),
     PaperItem("Table 8", "e3", "table", "table8_harnesses"),
