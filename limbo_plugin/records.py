@@ -265,7 +265,7 @@ class EpisodeRecord(Grade):
     experiment: str | None = None
     """The experiment spec the episode was run from (`e1`, `default`, …); ``None`` outside an
     experiment (``limbo run``). Reports compare configurations within an experiment, on the
-    worlds both have, and estimate ρ once per outcome and experiment."""
+    worlds both have, and estimate ρ within an experiment."""
     arm: str | None = None
     """The experiment's arm that produced the episode (the first, in the spec's order, whose
     design holds it); ``None`` for an experiment without arms."""

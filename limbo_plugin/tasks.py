@@ -10,7 +10,7 @@ contract faces the same task.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -144,9 +144,14 @@ class RequiredEffect:
     count: int
 
     def matches(self, effect: Effect) -> bool:
-        if effect.tool not in self.tools:
+        return self.matches_intent(effect.tool, effect.intent)
+
+    def matches_intent(self, tool: str, intent: Mapping[str, Any]) -> bool:
+        """Whether a write of ``tool`` with ``intent`` counts toward this requirement (what
+        :meth:`matches` asks of an effect, and the behaviour coder of a call)."""
+        if tool not in self.tools:
             return False
-        return all(_matches(_path(effect.intent, path), expected)
+        return all(_matches(_path(intent, path), expected)
                    for path, expected in self.where.items())
 
 

@@ -76,7 +76,8 @@ def test_the_stability_repeat_is_declared_on_e2s_worlds(capsys: pytest.CaptureFi
             "--limbo-records=out/records/e1-repeat/litellm-openai_my-model.jsonl") in out
     assert "# declared repeat of E1 litellm:openai/my-model: 223 episodes" in out
     assert "limbo report out/records/e1/litellm-openai_my-model.jsonl " \
-           "out/records/e1-repeat/litellm-openai_my-model.jsonl --out out/report/e1" in out
+           "out/records/e1-repeat/litellm-openai_my-model.jsonl --rho experiment " \
+           "--out out/report/e1" in out
     assert "never repeat runs" in out  # the warning that goes with the E1 report
 
 

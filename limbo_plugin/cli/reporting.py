@@ -27,9 +27,10 @@ def register(sub: Subcommands) -> None:
                         "runs are declared by --limbo-repeat, never inferred from two files")
     report.add_argument("--out", default="reports/report", help="output directory "
                         "(default reports/report)")
+    add_rho_argument(report)
     report.set_defaults(handler=cmd_report)
 
-    view.add_parser(sub, DEFAULT_RECORDS, "reports/report").set_defaults(
+    add_rho_argument(view.add_parser(sub, DEFAULT_RECORDS, "reports/report")).set_defaults(
         handler=lambda args: view.run_view(args, lambda records, out: build_report(
             args, records, out)))
 
@@ -58,6 +59,18 @@ def register(sub: Subcommands) -> None:
     allure.set_defaults(handler=cmd_allure)
 
 
+def add_rho_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    from limbo_plugin.report.icc import DEFAULT_SCOPE, RHO_SCOPES
+
+    parser.add_argument("--rho", choices=RHO_SCOPES, default=DEFAULT_SCOPE,
+                        help="the cells each interval's ρ by template is estimated over: "
+                        "each configuration's own (default; a cell's interval is the one its "
+                        "run's summary and gate show, whatever other files are read) or "
+                        "'experiment', the paper's one estimate per experiment pooled over "
+                        "every configuration read")
+    return parser
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     print("\n".join(build_report(args, args.records, args.out)))
     return 0
@@ -68,7 +81,8 @@ def build_report(args: argparse.Namespace, records: Sequence[str], out: str) -> 
     from limbo_plugin.report.build import make_report
 
     require("report", "limbo report")
-    return make_report(records, registry_of(args), out).lines()
+    return make_report(records, registry_of(args), out,
+                       rho=getattr(args, "rho", "configuration")).lines()
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

@@ -8,8 +8,11 @@ Two notes exist, because what the note says changes what a model does (paper §6
   the read-back cannot see an in-flight request either, late-commit duplicates rose (50 % →
   71 % for gpt-6-sol); measuring the guard means measuring that note.
 - :func:`uncertainty_note`, the note the paper's discussion recommends instead (§7: "stating
-  uncertainty without claiming to resolve it"): the outcome is unknown, what the agent can do
-  about it, and no promise of verification. It is the separate condition ``guard-no-promise``.
+  uncertainty without claiming to resolve it"): the same statement that the outcome is unknown,
+  and no promise of verification. It is the separate condition ``guard-no-promise``, and it
+  differs from ``guard`` by the promise alone — no advice on escalating, no hint that the
+  request may still be in flight — so that the contrast of the two measures the promise and
+  nothing else.
 """
 
 from __future__ import annotations
@@ -26,20 +29,20 @@ Note = Callable[[ToolDefinition], str]
 """The text of the note on an ambiguous answer to a write of the given tool."""
 
 
-def verify_promise_note(definition: ToolDefinition) -> str:
-    """The paper's guard: the outcome is unknown, and any identical retry is verified first."""
-    return (f"The outcome of this {definition.name} request is unknown: it may or may not have "
-            "taken effect. Before sending any identical retry, the harness will verify whether "
-            "the earlier request took effect.")
+PROMISE = ("Before sending any identical retry, the harness will verify whether the earlier "
+           "request took effect.")
+"""The one sentence ``guard`` says and ``guard-no-promise`` does not."""
 
 
 def uncertainty_note(definition: ToolDefinition) -> str:
-    """States the uncertainty and the agent's options; promises no verification."""
-    return (f"The outcome of this {definition.name} request is unknown: it may have taken "
-            "effect, may not have, or may still be in flight and take effect later. Do not "
-            "assume it failed. If you cannot establish what happened, ask the on-call operator "
-            "(escalate_to_human) or list the operation under uncertain_operations when you "
-            "finish.")
+    """States the uncertainty and nothing else: no promise, no advice."""
+    return (f"The outcome of this {definition.name} request is unknown: it may or may not have "
+            "taken effect.")
+
+
+def verify_promise_note(definition: ToolDefinition) -> str:
+    """The paper's guard: the outcome is unknown, and any identical retry is verified first."""
+    return f"{uncertainty_note(definition)} {PROMISE}"
 
 
 class Annotate(Middleware):

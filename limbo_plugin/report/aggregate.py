@@ -2,9 +2,10 @@
 
 Rates of a faulted family are conditional on the fault having fired (an episode whose focal write
 was never attempted counts only toward the trigger rate); the fault-free family uses every
-episode. Records with an infrastructure error are excluded and counted separately. ρ is the one
-within-cell estimate per outcome and experiment of :mod:`limbo_plugin.report.icc`, the same one
-``limbo report`` uses, so a cell shows the same interval here, in the gate and in the report.
+episode. Records with an infrastructure error are excluded and counted separately. ρ is the
+within-cell estimate over each configuration's own cells of :mod:`limbo_plugin.report.icc`, the
+one ``limbo report`` uses by default, so a cell shows the same interval here, in the gate, in
+``limbo compare`` and in the report, whatever other records are read with it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from limbo_plugin.report.icc import DUPLICATE, EOS, OVERCLAIM, TS, IccBook, Measure
+from limbo_plugin.report.icc import (
+    DUPLICATE,
+    EOS,
+    OVERCLAIM,
+    TS,
+    IccBook,
+    Measure,
+    config_of,
+)
 from limbo_plugin.report.outcomes import GradedEpisode
 
 METRICS = ("duplicate_rate", "eos_rate", "ts_rate", "overclaim_rate")
@@ -65,8 +74,11 @@ class Summary:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     icc: dict[str, dict[str, float]] = field(default_factory=dict)
-    """ρ by template of each outcome, per experiment (the name ``—`` for records that name
-    none): the one estimate behind every interval of the summary."""
+    """ρ by template of each outcome, per group (configuration, within its experiment): the
+    estimate behind the group's intervals."""
+    icc_cells: dict[str, dict[str, int]] = field(default_factory=dict)
+    """How many cells (the group's families with episodes the outcome is defined on) each of
+    :attr:`icc` was estimated from."""
     unpriced_calls: int = 0
     """Model calls of models with no known price: the cost is unknown (or, beside priced calls,
     a lower bound), never shown as $0."""
@@ -90,26 +102,37 @@ class Summary:
             "duplicates_before_error": self.duplicates_before_error,
             "usage": {"prompt_tokens": self.prompt_tokens,
                       "completion_tokens": self.completion_tokens,
-                      "cost_usd": None if self.cost_unknown else round(self.cost_usd, 6),
+                      "cost_usd": None if self.cost_unknown else self.cost_usd,
                       "mean_cost_usd": None if self.cost_unknown
-                      else round(self.cost_usd / self.total, 6) if self.total else 0.0,
+                      else self.cost_usd / self.total if self.total else 0.0,
                       "unpriced_model_calls": self.unpriced_calls},
             "groups": {name: [asdict(row) for row in rows]
                        for name, rows in self.groups.items()},
             "icc": self.icc,
+            "icc_cells": self.icc_cells,
+            "icc_scope": "configuration",
         }
 
-    def icc_line(self) -> str:
-        """``ρ by template (within cells): duplicates 0.281, EOS …`` for the rendered summary."""
-        parts = []
-        for measure, values in self.icc.items():
-            if len(values) == 1:
-                parts.append(f"{measure} {next(iter(values.values())):.3f}")
-            else:
-                parts.append(f"{measure} " + ", ".join(f"{e} {v:.3f}"
-                                                       for e, v in values.items()))
-        return ("ρ by template, one within-cell estimate per outcome and experiment: "
-                + "; ".join(parts) + ".") if parts else ""
+    def icc_line(self, label: str) -> str:
+        """``ρ by template over this configuration's 8 cells: duplicate 0.281, …`` for the
+        rendered summary, under the group ``label``'s table."""
+        values = {m: v[label] for m, v in self.icc.items() if label in v}
+        if not values:
+            return ""
+        cells = max((c.get(label, 0) for c in self.icc_cells.values()), default=0)
+        line = (f"ρ by template over this configuration's {cells} cell(s): "
+                + ", ".join(f"{m} {v:.3f}" for m, v in values.items()))
+        ones = [m for m, v in values.items() if v >= 1.0]
+        if ones:
+            line += (f" (ρ reaches 1.0 for {', '.join(ones)}: a tiny design where every "
+                     "template's episodes agree within each cell, so each template counts once)")
+        return line + "."
+
+
+ICC_EXPLAINED = ("ρ by template is the within-cell one-way ANOVA estimate over each "
+                 "configuration's own cells (its fault families, within its experiment): a "
+                 "cell's interval depends on its configuration's records alone, the same in "
+                 "the gate, limbo compare and limbo report.")
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -160,8 +183,12 @@ def summarize(records: Iterable[GradedEpisode], *, family_order: Sequence[str]) 
         by_group[label].append(record)
     book = IccBook(graded)
     for measure in (DUPLICATE, EOS, TS, OVERCLAIM):
-        summary.icc[measure.name] = {e or "—": round(book.rho(measure, [e]), 6)
-                                     for e in book.experiments}
+        found = {label: book.estimate(measure, [config_of(group[0])])
+                 for label, group in by_group.items()}
+        summary.icc[measure.name] = {label: found[label].value
+                                     for label in sorted(found, key=natural_key)}
+        summary.icc_cells[measure.name] = {label: found[label].cells
+                                           for label in sorted(found, key=natural_key)}
     for label in sorted(by_group, key=natural_key):
         group = by_group[label]
         rank = {family: i for i, family in enumerate(family_order)}

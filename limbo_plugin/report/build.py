@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from limbo_plugin.errors import LimboError
+from limbo_plugin.report.icc import DEFAULT_SCOPE, RhoScope
 from limbo_plugin.report.load import LoadedRecords, SpecFacts, load_records
 from limbo_plugin.report.render import skipped_line, write_table
 from limbo_plugin.report.tables import build_tables
@@ -117,9 +118,11 @@ def _require(module: str) -> None:
 
 
 def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
-                out: str | Path = DEFAULT_OUT) -> ReportOutcome:
+                out: str | Path = DEFAULT_OUT, *, rho: RhoScope = DEFAULT_SCOPE
+                ) -> ReportOutcome:
     """The report on the records in ``paths``, with families, classes and contract classes as
-    the specs of ``registry`` define them."""
+    the specs of ``registry`` define them, and each interval's ρ estimated over the cells
+    ``rho`` names (each configuration's own, by default; ``experiment``: the paper's)."""
     _require("matplotlib")
     _require("jinja2")
     from limbo_plugin.report.figures import build_figures
@@ -139,7 +142,7 @@ def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
                 out.rmdir()
         raise
     kept_previous = keep_earlier_report(out)
-    tables = build_tables(loaded.rows, loaded.repeats, registry)
+    tables = build_tables(loaded.rows, loaded.repeats, registry, rho=rho)
     for table in tables:
         if isinstance(table, Table):
             write_table(table, out / "tables")
@@ -151,7 +154,7 @@ def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
         "sources": [str(p) for p in loaded.sources], "records_read": loaded.read,
         "episodes": len(loaded.rows), "duplicates_dropped": loaded.duplicates_dropped,
         "infrastructure_errors_dropped": loaded.errors_dropped,
-        "repeat_runs": len(loaded.repeats), "torn_lines": loaded.torn_lines,
+        "repeat_runs": len(loaded.repeats), "torn_lines": loaded.torn_lines, "rho": rho,
         "tables": [t.id for t in tables if isinstance(t, Table)],
         "skipped": {s.id: s.reason for s in [*tables, *figures] if isinstance(s, Skipped)},
     }, indent=2, sort_keys=True) + "\n", encoding="utf-8")

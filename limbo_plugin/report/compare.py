@@ -14,12 +14,15 @@ like. Episodes with an infrastructure error are not compared.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from limbo_plugin.records import GIVE_RECORDS, RUN_FIELDS, make_test_id
 from limbo_plugin.stats import holm, mcnemar_exact
+
+if TYPE_CHECKING:
+    from limbo_plugin.report.aggregate import Rate
 
 OutcomeName = Literal["passed", "eos", "no_duplicate"]
 OUTCOMES: tuple[OutcomeName, ...] = ("passed", "eos", "no_duplicate")
@@ -97,6 +100,10 @@ class FamilyComparison:
     """Held in B, not in A (fail→pass)."""
     p_value: float = 1.0
     p_holm: float = 1.0
+    a_duplicate: Rate | None = None
+    """A's duplicate rate in this family with its interval, as A's own summary and gate show
+    it (when A holds one configuration)."""
+    b_duplicate: Rate | None = None
 
 
 @dataclass
@@ -129,6 +136,8 @@ class Comparison:
                 "family": f.family, "paired": f.paired, "a_held": f.a_held, "b_held": f.b_held,
                 "pass_to_fail": len(f.worse), "fail_to_pass": len(f.better),
                 "p_value": f.p_value, "p_holm": f.p_holm,
+                "a_duplicate_rate": None if f.a_duplicate is None else asdict(f.a_duplicate),
+                "b_duplicate_rate": None if f.b_duplicate is None else asdict(f.b_duplicate),
                 "pass_to_fail_ids": [vars(x) for x in f.worse],
                 "fail_to_pass_ids": [vars(x) for x in f.better],
             } for f in self.families],
@@ -175,6 +184,9 @@ def compare_runs(a: Iterable[Comparable], b: Iterable[Comparable], *,
             flip = Flip(test_id_of(old), test_id_of(new))
             (row.worse if held_a else row.better).append(flip)
     rank = {name: i for i, name in enumerate(family_order)}
+    a_cells, b_cells = _cells(a_all, family_order), _cells(b_all, family_order)
+    for row in rows.values():
+        row.a_duplicate, row.b_duplicate = a_cells.get(row.family), b_cells.get(row.family)
     families = sorted(rows.values(), key=lambda r: (rank.get(r.family, len(rank)), r.family))
     raw = [mcnemar_exact(len(f.worse), len(f.better)) for f in families]
     for row, p, adjusted in zip(families, raw, holm(raw) if raw else [], strict=True):
@@ -186,6 +198,25 @@ def compare_runs(a: Iterable[Comparable], b: Iterable[Comparable], *,
         b=Side(labels[1], len(b_all), len(b_all) - len(b_ok), b_values),
         outcome=outcome, compared=compared, paired_on=paired_on, families=families,
         only_a=len(before.keys() - after.keys()), only_b=len(after.keys() - before.keys()))
+
+
+def _cells(records: Sequence[Comparable], family_order: Sequence[str]) -> dict[str, Rate]:
+    """Each family's duplicate rate in a run of one configuration, from its own summary (the
+    interval its terminal summary, ``limbo summary`` and gate show); nothing for a run of
+    several configurations, whose families have one cell per configuration."""
+    from limbo_plugin.report.aggregate import summarize
+
+    summary = summarize(records, family_order=family_order)  # type: ignore[arg-type]
+    if len(summary.groups) != 1:
+        return {}
+    (rows,) = summary.groups.values()
+    return {row.family: row.duplicate_rate for row in rows if row.duplicate_rate.rate is not None}
+
+
+def _interval(rate: Rate | None) -> str:
+    if rate is None or rate.rate is None:
+        return "—"
+    return f"{100 * rate.rate:.1f}% [{100 * rate.low:.1f}–{100 * rate.high:.1f}]"
 
 
 HELD = {"passed": "passed", "eos": "EOS", "no_duplicate": "no dup"}
@@ -210,12 +241,17 @@ def render_text(comparison: Comparison, *, all_ids: bool = False) -> list[str]:
                      "fields that vary within a run, the same configuration).")
         return lines
     held = HELD[c.outcome]
-    header = ("family", "paired", f"A {held}", f"B {held}", "pass→fail", "fail→pass",
-              "McNemar p (Holm)" if len(c.families) > 1 else "McNemar p")
+    rates = any(f.a_duplicate or f.b_duplicate for f in c.families)
+    header: tuple[str, ...] = (
+        "family", "paired", f"A {held}", f"B {held}", "pass→fail", "fail→pass", "McNemar p",
+        *(("Holm p",) if len(c.families) > 1 else ()),
+        *(("A dup rate [95%]", "B dup rate [95%]") if rates else ()))
     table = [header]
     for f in c.families:
         table.append((f.family, str(f.paired), str(f.a_held), str(f.b_held), str(len(f.worse)),
-                      str(len(f.better)), f"{f.p_holm:.3g}"))
+                      str(len(f.better)), f"{f.p_value:.3g}",
+                      *((f"{f.p_holm:.3g}",) if len(c.families) > 1 else ()),
+                      *((_interval(f.a_duplicate), _interval(f.b_duplicate)) if rates else ())))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     lines.append("")
     for i, row in enumerate(table):
@@ -223,6 +259,12 @@ def render_text(comparison: Comparison, *, all_ids: bool = False) -> list[str]:
                                for j, (cell, w) in enumerate(zip(row, widths, strict=True))))
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
+    if len(c.families) > 1:
+        lines.append("McNemar p: exact, raw; Holm p: adjusted across the families (as the "
+                     "gate's baseline comparison and the HTML report show them).")
+    if rates:
+        lines.append("Dup rate: each run's duplicate rate over its fired episodes (all for "
+                     "'none'), with the 95% interval its own summary and gate show.")
     for f in c.families:
         for direction, flips in (("pass→fail", f.worse), ("fail→pass", f.better)):
             if not flips:

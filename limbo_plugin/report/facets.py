@@ -139,11 +139,16 @@ def varying_config_fields(rows: Sequence[EpisodeRow]) -> list[str]:
 def config_labeller(rows: Sequence[EpisodeRow],
                     exclude: Sequence[str] = ()) -> tuple[list[str], Callable[[EpisodeRow],
                                                                              tuple[str, ...]]]:
-    """Column names and a function giving a row's configuration as those columns' values."""
+    """Column names and a function giving a row's configuration as those columns' values.
+    Rows from several experiments (E2 beside E4) also get an ``experiment`` column, after the
+    agent's: the same configuration run by two experiments is two rows, never one mixture."""
     names = [n for n in varying_config_fields(rows) if n not in exclude]
+    if len({r.experiment for r in rows}) > 1 and "experiment" not in exclude:
+        names.insert(1 if names[:1] == ["agent"] else 0, "experiment")
 
     def label(row: EpisodeRow) -> tuple[str, ...]:
-        return tuple(getattr(row, n) for n in names)
+        return tuple((row.experiment or "—") if n == "experiment" else getattr(row, n)
+                     for n in names)
 
     return names, label
 

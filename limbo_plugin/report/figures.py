@@ -95,12 +95,15 @@ def _legend_right(ax: Any, **kw: Any) -> None:
 
 
 def _bars(ax: Any, groups: list[str], series: list[tuple[str, list[RateCell | None]]],
-          ylabel: str = "duplicate rate (%)") -> None:
+          ylabel: str = "duplicate rate (%)", *, look: dict[str, str] | None = None,
+          width: float | None = None) -> None:
     """Grouped bars in percent with 95% interval whiskers; an empty cell draws nothing. Each
-    series has its own colour and, past eight series, its own hatch."""
-    width = 0.8 / max(1, len(series))
+    series has its own colour and, past eight series, its own hatch (or ``look``, for a series
+    drawn on its own)."""
+    single = look
+    width = width or 0.8 / max(1, len(series))
     for i, (name, cells) in enumerate(series):
-        look = style(i)
+        look = single or style(i)
         xs, ys, lows, highs = [], [], [], []
         for j, cell in enumerate(cells):
             if isinstance(cell, RateCell) and cell.rate is not None:
@@ -118,6 +121,16 @@ def _bars(ax: Any, groups: list[str], series: list[tuple[str, list[RateCell | No
     ax.set_ylabel(ylabel)
     if len(series) > 1:
         _legend_right(ax, ncol=1 if len(series) <= 12 else 2)
+
+
+def _no_waiting(table: Table) -> Skipped | None:
+    """Figure 4 plots the wait_<Δ> policies against the others (E5): without one there is a
+    dot per panel and nothing to compare."""
+    if any(wait_bound(str(r["condition"])) is not None for r in table.rows):
+        return None
+    return Skipped("waiting_vs_keys", "Figure: Waiting versus keys",
+                   "no wait_<Δ> condition among the late-commit episodes: the figure compares "
+                   "waiting policies with keys (E5; run --experiment e5)")
 
 
 MAX_BAR_SERIES = 10
@@ -195,24 +208,40 @@ def figure_families(table: Table, directory: Path) -> Drawn:
 
 
 def figure_contracts(table: Table, directory: Path) -> Drawn:
+    """One group of bars per contract class. Several contract variants: one colour each, named
+    in the legend. One variant: one colour per class, named in the legend too, so the figure
+    reads without its caption."""
     plt = _pyplot()
     columns = _rate_columns(table)
     rows = [r for r in table.rows if r.get("contract_class") != "all classes"]
-    series = [(table.column(c).title, [r.get(c) for r in rows]) for c in columns]
+    classes = [str(r["contract_class"]).replace("_", " ") for r in rows]
     fig, ax = plt.subplots(figsize=(FULL_WIDTH * 0.75, 3.0))
-    _bars(ax, [str(r["contract_class"]).replace("_", " ") for r in rows],
-          series)  # type: ignore[arg-type]
+    if len(columns) == 1:
+        (column,) = columns
+        for j, (name, row) in enumerate(zip(classes, rows, strict=True)):
+            cells: list[RateCell | None] = [None] * len(rows)
+            value = row.get(column)
+            cells[j] = value if isinstance(value, RateCell) else None
+            _bars(ax, classes, [(name, cells)], look=style(j), width=0.8)
+        _legend_right(ax, title=table.column(column).title)
+        what = "one colour per contract class (legend)"
+    else:
+        series = [(table.column(c).title, [r.get(c) for r in rows]) for c in columns]
+        _bars(ax, classes, series)  # type: ignore[arg-type]
+        what = "one colour per contract variant (legend)"
     ax.set_title("Duplicate rate by contract class of the focal write")
     files = _save(fig, directory, "dup_by_contract")
     plt.close(fig)
     return Drawn(files, "Bars: duplicate rate under committed faults and redelivery in the "
-                 "vanilla condition, by the native contract class of the focal write, one "
-                 "colour per contract variant; whiskers: 95% intervals (Figure 3's table).")
+                 f"vanilla condition, by the native contract class of the focal write, {what}; "
+                 "whiskers: 95% intervals (Figure 3's table).")
 
 
-def figure_waiting(table: Table, directory: Path) -> Drawn:
+def figure_waiting(table: Table, directory: Path) -> Drawn | Skipped:
     """One panel per delay distribution. The wait_<Δ> policies of a contract are one line,
     each point labelled with its Δ; every other condition is its own colour and marker."""
+    if (skipped := _no_waiting(table)) is not None:
+        return skipped
     plt = _pyplot()
     from matplotlib.lines import Line2D
 
@@ -320,7 +349,7 @@ def figure_behaviour(table: Table, directory: Path) -> Drawn:
     return Drawn(files, caption)
 
 
-FIGURES: list[tuple[str, str, str, Callable[[Table, Path], Drawn]]] = [
+FIGURES: list[tuple[str, str, str, Callable[[Table, Path], Drawn | Skipped]]] = [
     ("dup_by_family", "table3_agents", "Duplicate rate by agent and fault family",
      figure_families),
     ("dup_by_contract", "contract_classes", "Duplicate rate by contract class",
@@ -340,5 +369,8 @@ def build_figures(tables: Sequence[Result], directory: Path) -> list[FigureResul
             out.append(Skipped(figure_id, f"Figure: {title}", reason))
             continue
         drawn = draw(table, directory)
+        if isinstance(drawn, Skipped):
+            out.append(drawn)
+            continue
         out.append(Figure(figure_id, title, drawn.caption, drawn.files))
     return out

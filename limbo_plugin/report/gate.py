@@ -220,11 +220,11 @@ def compare_with_baseline(spec: BaselineSpec, current: Iterable[GradedEpisode],
         raw.append(mcnemar_exact(worse, better))
     adjusted = holm(raw)
     checks = []
-    for group, (worse, better, n), p in zip(groups, counts, adjusted, strict=True):
+    for group, (worse, better, n), p, p_raw in zip(groups, counts, adjusted, raw, strict=True):
         significant = p < spec.alpha and worse > better
         detail = (f"{n} paired episodes: {worse} now fail that passed, {better} now pass that "
-                  f"failed; exact McNemar p={p:.3g}"
-                  + (" (Holm-adjusted)" if len(groups) > 1 else ""))
+                  f"failed; exact McNemar p={p_raw:.3g}"
+                  + (f", Holm-adjusted p={p:.3g} (judged)" if len(groups) > 1 else ""))
         checks.append(Check(f"not worse than baseline [{group}] ({spec.outcome})",
                             not significant, detail))
     return checks

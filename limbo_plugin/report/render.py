@@ -1,7 +1,9 @@
 """Write tables as Markdown, CSV and JSON. Same table in, byte-identical files out.
 
-Numbers are formatted here and only here: percentages with one decimal, intervals in brackets,
-``—`` for a cell without episodes (never a zero).
+Numbers are formatted here and only here, for the human forms (Markdown, HTML): percentages with
+one decimal, intervals in brackets, ``—`` for a cell without episodes (never a zero). The
+machine-readable forms (CSV, JSON) carry every number at full precision — a p-value of 4.7e-38
+is written as such, never rounded to 0.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def format_cell(cell: Cell, column: Column) -> str:
         return f"{pct(cell.rate)}% [{pct(cell.low)}–{pct(cell.high)}] ({cell.k}/{cell.n})"
     if isinstance(cell, float) and math.isnan(cell):
         return DASH
+    if column.kind == "rate" and isinstance(cell, int | float):
+        return f"{float(cell):.1f}"  # a cost row among rate rows (Table 7 in the paper's layout)
     if column.kind == "percent" and isinstance(cell, float):
         return f"{pct(cell)}%"  # an int in a share column is a count (Table 4's episodes)
     if column.kind == "pvalue" and isinstance(cell, int | float):
@@ -50,7 +54,7 @@ def format_p(p: float) -> str:
 def _number(value: float | None) -> float | None:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
-    return round(float(value), 6)
+    return float(value)
 
 
 def json_cell(cell: Cell) -> Any:
@@ -103,6 +107,8 @@ def to_csv(table: Table) -> str:
                     out += [_fmt(cell.rate), cell.k, cell.n, _fmt(cell.low), _fmt(cell.high)]
                 elif isinstance(cell, RateCell):
                     out += ["", 0, 0, "", ""]
+                elif isinstance(cell, int | float):
+                    out += [_fmt(float(cell)), "", "", "", ""]
                 else:
                     out += ["", "", "", "", ""]
             elif isinstance(cell, float):
@@ -114,8 +120,9 @@ def to_csv(table: Table) -> str:
 
 
 def _fmt(value: float | None) -> str:
+    """The shortest text that reads back as the same float (``repr``): full precision."""
     number = _number(value)
-    return "" if number is None else f"{number:.6f}"
+    return "" if number is None else repr(number)
 
 
 def write_table(table: Table, directory: Path) -> list[Path]:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from limbo_plugin.atomic_files import write_text_atomically
-from limbo_plugin.report.aggregate import FamilyRow, Rate, Summary
+from limbo_plugin.report.aggregate import ICC_EXPLAINED, FamilyRow, Rate, Summary
 from limbo_plugin.report.record_files import summary_paths
 
 HEADER = ("family", "episodes", "fired", "duplicate rate", "EOS", "TS", "overclaim")
@@ -34,11 +34,13 @@ def render_text(summary: Summary) -> list[str]:
                                    for j, (c, w) in enumerate(zip(cells, widths, strict=True))))
             if i == 0:
                 lines.append("  ".join("-" * w for w in widths))
+        if summary.icc_line(label):
+            lines.append(summary.icc_line(label))
         lines.append("")
     lines.append("Rates are over fired episodes (all episodes for 'none'), with 95% Wilson "
                  "intervals on the Kish effective sample size (clusters = templates).")
-    if summary.icc_line():
-        lines.append(summary.icc_line())
+    if summary.groups:
+        lines.append(ICC_EXPLAINED)
     if summary.errors:
         lines.append(f"{summary.errors} episode(s) ended in an infrastructure error and are "
                      "excluded; once the cause shown in each error is fixed, re-run them with "
@@ -87,10 +89,12 @@ def render_markdown(summary: Summary) -> str:
                 "|" + "---|" * len(HEADER)]
         out += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
         out.append("")
+        if summary.icc_line(label):
+            out += [summary.icc_line(label), ""]
     out.append("Rates are over fired episodes (all episodes for `none`), with 95% Wilson "
                "intervals on the Kish effective sample size (clusters = templates).")
-    if summary.icc_line():
-        out.append(summary.icc_line())
+    if summary.groups:
+        out.append(ICC_EXPLAINED)
     if summary.errors:
         out.append(f"\n{summary.errors} episode(s) ended in an infrastructure error "
                    "and are excluded.")

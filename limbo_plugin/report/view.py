@@ -36,18 +36,23 @@ class QuietHandler(SimpleHTTPRequestHandler):
         super().end_headers()
 
 
-def report_is_stale(records: Sequence[str | Path], out: Path) -> str | None:
-    """Why the report in ``out`` must be (re)built from ``records``, or ``None`` if it is up
-    to date: there is none, it was built from other files, or a file changed since."""
+def report_is_stale(records: Sequence[str | Path], out: Path, rho: str = "configuration"
+                    ) -> str | None:
+    """Why the report in ``out`` must be (re)built from ``records`` with ρ over ``rho``'s cells,
+    or ``None`` if it is up to date: there is none, it was built from other files or with
+    another ρ, or a file changed since."""
     index, manifest = out / "index.html", out / "report.json"
     if not index.is_file() or not manifest.is_file():
         return f"no report in {out} yet"
     try:
-        sources = json.loads(manifest.read_text(encoding="utf-8")).get("sources", [])
-    except (OSError, ValueError):
+        meta = json.loads(manifest.read_text(encoding="utf-8"))
+        sources = meta.get("sources", [])
+    except (OSError, ValueError, AttributeError):
         return f"{manifest} is unreadable"
     if [str(Path(p).resolve()) for p in sources] != [str(Path(p).resolve()) for p in records]:
         return f"the report in {out} was built from other records"
+    if meta.get("rho", "configuration") != rho:
+        return f"the report in {out} was built with --rho {meta.get('rho')}"
     built = index.stat().st_mtime
     changed = [str(p) for p in records if Path(p).is_file() and Path(p).stat().st_mtime > built]
     return f"{', '.join(changed)} changed since the report was built" if changed else None
@@ -124,7 +129,8 @@ def run_view(args: Any, build: Callable[[Sequence[str], str], list[str]]) -> int
     for path in args.records:
         if not Path(path).is_file():
             raise UsageError(f"{path} does not exist; {GIVE_RECORDS}")
-    reason = "--rebuild" if args.rebuild else report_is_stale(args.records, out)
+    reason = "--rebuild" if args.rebuild else report_is_stale(
+        args.records, out, getattr(args, "rho", "configuration"))
     if reason is not None:
         print(f"Building the report ({reason}) …", flush=True)
         build(args.records, str(out))

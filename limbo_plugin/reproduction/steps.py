@@ -100,8 +100,8 @@ def report_commands(study: Study, runs: Sequence[Run]) -> list[tuple[Group, list
         files = [str(r.records) for r in runs if r.records.parent.name in group.experiments]
         if not any(r.experiment == group.name for r in runs):  # its own experiment did not run
             continue
-        commands.append((group, ["report", *files, "--out", str(study.out / "report" /
-                                                               group.name)]))
+        commands.append((group, ["report", *files, "--rho", "experiment", "--out",
+                                 str(study.out / "report" / group.name)]))
     return commands
 
 

@@ -143,16 +143,27 @@ def test_the_guards_note_announces_verification_before_any_identical_retry(
         assert agent_calls(run(w, oracle), "email_send")[0].response["harness_note"] == note
 
 
-def test_guard_no_promise_states_the_uncertainty_and_promises_nothing(registry: SpecRegistry
+def test_guard_no_promise_differs_from_the_guard_by_the_promise_alone(registry: SpecRegistry
                                                                       ) -> None:
+    """The contrast guard / guard-no-promise measures the promise: the no-promise note is the
+    guard's note without its one promising sentence — no escalation advice, no in-flight hint —
+    and every other answer the agent sees is the same."""
     w = world(registry, "incident_open", "email", "timeout_late")
     promised, plain = run(w, "guard"), run(w, "guard-no-promise")
     note = agent_calls(plain, "email_send")[0].response["harness_note"]
-    assert "unknown" in note and "escalate_to_human" in note
-    assert "verif" not in note
-    # only the note differs: the same calls, the same outcome
-    assert [(e.tool, e.origin) for e in plain.trace] == [(e.tool, e.origin)
-                                                         for e in promised.trace]
+    full = agent_calls(promised, "email_send")[0].response["harness_note"]
+    assert "unknown" in note and "verif" not in note
+    assert full.startswith(note + " ")
+    promise = full[len(note) + 1:]
+    assert "will verify" in promise and promise.count(". ") == 0 and promise.endswith(".")
+    for word in ("escalat", "flight", "uncertain_operations", "assume"):
+        assert word not in note.lower()
+    # only the note differs: the same calls, the same answers otherwise, the same outcome
+    assert [(e.tool, e.origin, e.arguments) for e in plain.trace] == [
+        (e.tool, e.origin, e.arguments) for e in promised.trace]
+    strip = [{k: v for k, v in e.response.items() if k != "harness_note"} for e in plain.trace]
+    assert strip == [{k: v for k, v in e.response.items() if k != "harness_note"}
+                     for e in promised.trace]
     assert (plain.eos, plain.duplicates) == (promised.eos, promised.duplicates)
 
 

@@ -120,6 +120,14 @@ def within_cell_rho(scope: Sequence[EpisodeRecord], test: Callable[[EpisodeRecor
     return float(np.clip((msb - msw) / (msb + (n0 - 1) * msw), 0.0, 1.0))
 
 
+def same_configs(scope: Iterable[EpisodeRecord], cell_records: Iterable[EpisodeRecord]
+                 ) -> list[EpisodeRecord]:
+    """The episodes of ``scope`` run under a configuration of ``cell_records`` within its
+    experiment: what a cell's ρ is estimated from by default (each configuration's own cells)."""
+    configs = {(r.experiment, r.fingerprint()) for r in cell_records}
+    return [r for r in scope if (r.experiment, r.fingerprint()) in configs]
+
+
 def write(path: Path, records: Iterable[EpisodeRecord]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:

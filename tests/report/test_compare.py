@@ -119,3 +119,32 @@ def test_cli_bad_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert err.count("\n") == 1 and "nope.jsonl does not exist" in err
     assert main(["compare", str(empty), str(empty)]) == 2
     assert "holds no records" in capsys.readouterr().err
+
+
+def test_raw_and_holm_p_are_both_shown_labelled(runs: dict[str, list[EpisodeRecord]],
+                                                 registry: SpecRegistry) -> None:
+    """``limbo compare``, the gate and the HTML panel show the exact McNemar p and the
+    Holm-adjusted one side by side (Holm recomputed here with statsmodels)."""
+    from statsmodels.stats.multitest import multipletests
+
+    from limbo_plugin.report.gate import BaselineSpec, compare_with_baseline
+
+    a, b = runs["verify"], runs["blind"]
+    comparison = compare_runs(a, b, family_order=registry.family_order,
+                              outcome="no_duplicate")
+    flips = {f.family: (len(f.worse), len(f.better)) for f in comparison.families}
+    raw = {f: mcnemar_exact(w, b_) for f, (w, b_) in flips.items()}
+    adjusted = dict(zip(raw, multipletests(list(raw.values()), method="holm")[1], strict=True))
+    assert any(adjusted[f] != raw[f] for f in raw)
+    text = render_text(comparison)
+    header = next(line for line in text if line.startswith("family"))
+    assert "McNemar p" in header and "Holm p" in header
+    for family in comparison.families:
+        row = next(line for line in text if line.split()[:1] == [family.family])
+        assert f"{raw[family.family]:.3g}  " in row + "  "
+        assert f"{adjusted[family.family]:.3g}" in row
+    checks = compare_with_baseline(BaselineSpec(outcome="no_duplicate"), b, a)
+    for check in checks:
+        family = check.name.split("[", 1)[1].split("]", 1)[0]
+        assert f"exact McNemar p={raw[family]:.3g}" in check.detail
+        assert f"Holm-adjusted p={adjusted[family]:.3g}" in check.detail

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reportkit import cell, clusters, load, within_cell_rho, write
+from reportkit import cell, clusters, load, same_configs, within_cell_rho, write
 from scipy.stats import binomtest
 
 from limbo_plugin.records import EpisodeRecord
@@ -67,8 +67,7 @@ def check_rate(got: object, members: Sequence[EpisodeRecord],
                records: Sequence[EpisodeRecord]) -> None:
     assert isinstance(got, RateCell)
     assert (got.k, got.n) == (sum(map(dup, members)), len(members))
-    experiment = members[0].experiment
-    rho = within_cell_rho([r for r in records if r.experiment == experiment], dup)
+    rho = within_cell_rho(same_configs(records, members), dup)
     expected = rate_with_interval(clusters(members, dup), icc=rho)
     assert (got.low, got.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
 
@@ -110,10 +109,31 @@ def test_each_variant_against_its_reference_on_matched_worlds_only(tmp_path: Pat
     ablation = table.find(variant="condition guard-no-key")
     assert ablation["reference"] == "condition guard" and ablation["agent"] == "litellm:m1"
     assert ablation["dup_reference"].k == 3  # type: ignore[union-attr]
-    assert "4 variant episode(s) had no reference partner" in table.notes[-1]
+    assert "4 fired variant episode(s) had no reference partner" in table.notes[-1]
     assert {r["reference_experiment"] for r in table.rows} == {"e2"}
     assert list(dict.fromkeys(r["arm"] for r in table.rows)) == [
         "documentation", "wording", "operator", "ablations"]  # the paper's order
+
+
+def test_the_partner_counts_say_they_leave_fault_free_episodes_out(tmp_path: Path) -> None:
+    """Fault-free and unfired episodes are never paired: the counts of episodes without a
+    partner say they cover fired ones only, and the note gives what stays outside."""
+    records = [*design(),
+               *e4(3, 0, "documentation", agent="litellm:m1", docs="no_consistency_docs",
+                   fault_mode="none", first_instance=20),
+               *e4(2, 0, "wording", agent="litellm:m1", condition="paraphrase_1",
+                   fired=False, first_instance=30)]
+    table = table_robustness(load([write(tmp_path / "all.jsonl", records)]).rows)
+    assert isinstance(table, Table)
+    fault_free = sum(1 for r in records if r.experiment == "e4" and r.family == "none")
+    unfired = sum(1 for r in records if r.experiment == "e4" and r.family != "none"
+                  and not r.fired)
+    assert (fault_free, unfired) == (3, 2)
+    docs = table.find(variant="docs no_consistency_docs", agent="litellm:m1")
+    assert docs["dropped_variant"] == 2  # the fault-free three are not among them
+    assert table.column("dropped_variant").title.startswith("fired ")
+    assert (f"the variants' {fault_free} fault-free episode(s) and {unfired} whose fault never "
+            "fired are outside every count") in table.notes[-1]
 
 
 def test_a_second_reference_experiment_is_its_own_block(tmp_path: Path) -> None:

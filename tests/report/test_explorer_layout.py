@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from reportkit import Browser, BuiltReport
+from statsmodels.stats.multitest import multipletests
 
 from limbo_plugin.records import make_test_id
 from limbo_plugin.report.html import episode_uid
@@ -195,12 +196,17 @@ def test_the_comparison_view(browser: Browser, real_report: BuiltReport) -> None
             c[2] += 1
     assert flipped, "blind_retry duplicates where verify_first does not"
     table = dom[dom.index('id="comparison"'):dom.index("</table>", dom.index('id="comparison"'))]
+    families = sorted(counts)
+    raw = [mcnemar_exact(counts[f][1], counts[f][2]) for f in families]
+    adjusted = dict(zip(families, multipletests(raw, method="holm")[1], strict=True))
+    assert "exact McNemar p" in table and "Holm p" in table
     for family, (pairs, worse, better) in counts.items():
         row = re.search(rf'data-family="{family}"><td>{family}</td><td class="num">(\d+)</td>'
                         rf'<td class="num">(\d+)</td><td class="num">(\d+)</td>'
-                        rf'<td class="num">([^<]+)</td>', table)
+                        rf'<td class="num">([^<]+)</td><td class="num">([^<]+)</td>', table)
         assert row, family
         assert [int(x) for x in row.groups()[:3]] == [pairs, worse, better]
         assert float(row.group(4)) == pytest.approx(mcnemar_exact(worse, better), rel=1e-2)
+        assert float(row.group(5)) == pytest.approx(adjusted[family], rel=1e-2)
     listed = set(re.findall(r'<li data-worse="true">.*?data-uid="([0-9a-f]{12})"', dom))
     assert listed == flipped

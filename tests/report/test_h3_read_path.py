@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reportkit import cell, clusters, load, record, within_cell_rho, write
+from reportkit import cell, clusters, load, record, same_configs, within_cell_rho, write
 
 from limbo_plugin.records import EpisodeRecord
 from limbo_plugin.report.render import to_markdown
@@ -112,7 +112,8 @@ def test_h3_cells_recomputed_from_the_records(tmp_path: Path) -> None:
         k = sum(map(dup, members))
         assert (got.k, got.n) == (k, 30)
         counted = [r for r in records if r.fired or r.family == "none"]
-        expected = rate_with_interval(clusters(members, dup), icc=within_cell_rho(counted, dup))
+        expected = rate_with_interval(clusters(members, dup),
+                                      icc=within_cell_rho(same_configs(counted, members), dup))
         assert (got.low, got.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
     assert (row["eventual"].k, row["strong"].k) == (9, 2)  # type: ignore[union-attr]
 

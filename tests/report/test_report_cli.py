@@ -14,6 +14,7 @@ import pytest
 from reportkit import BuiltReport, cell, record, write
 
 from limbo_plugin.cli import main
+from limbo_plugin.report.tables.base import Skipped
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -33,8 +34,17 @@ def test_outputs_of_a_report(real_report: BuiltReport) -> None:
     assert (out / "assets" / "explorer.js").is_file()
 
 
-@pytest.mark.parametrize("figure", ["dup_by_family", "dup_by_contract", "waiting_vs_keys",
-                                    "behaviour"])
+def test_the_waiting_figure_of_a_run_without_waiting_is_skipped(real_report: BuiltReport
+                                                                 ) -> None:
+    """Two scripted agents under vanilla: no wait_<Δ> policy, so no Figure 4 (it is drawn, and
+    checked, in tests/report/test_report_figures.py)."""
+    (waiting,) = [f for f in real_report.outcome.figures if getattr(f, "id", "") ==
+                  "waiting_vs_keys"]
+    assert isinstance(waiting, Skipped) and "no wait_<Δ> condition" in waiting.reason
+    assert not (real_report.out / "figures" / "waiting_vs_keys.png").exists()
+
+
+@pytest.mark.parametrize("figure", ["dup_by_family", "dup_by_contract", "behaviour"])
 def test_figures_are_valid_png_and_svg(real_report: BuiltReport, figure: str) -> None:
     png = (real_report.out / "figures" / f"{figure}.png").read_bytes()
     assert png.startswith(PNG_MAGIC) and len(png) > 5000
@@ -53,8 +63,8 @@ def test_cli_prints_counts_tables_and_skips(tmp_path: Path, capsys: pytest.Captu
     assert "Dropped 1 record(s) that ended in an infrastructure error" in out
     assert "Kept 6 repeat run(s)" in out
     assert "Table 3: results by agent (table3_agents)" in out
-    assert "Table 7: recovery conditions: skipped — needs episodes under at least two " \
-           "conditions (found only vanilla)" in out
+    assert "Table 7 per agent: recovery conditions with each agent's costs: skipped — needs " \
+           "episodes under at least two conditions (found only vanilla)" in out
     assert "Figure: Waiting versus keys: skipped — no fired late-commit episode" in out
     assert f"Report: {tmp_path / 'out' / 'index.html'}" in out
     html = (tmp_path / "out" / "index.html").read_text()
@@ -63,7 +73,8 @@ def test_cli_prints_counts_tables_and_skips(tmp_path: Path, capsys: pytest.Captu
 
 def test_same_records_give_byte_identical_tables(tmp_path: Path) -> None:
     records = [*cell(9, 4, agent="scripted:a"), *cell(7, 1, agent="scripted:b"),
-               *cell(5, 5, agent="scripted:a", fault_mode="timeout_late")]
+               *cell(5, 5, agent="scripted:a", fault_mode="timeout_late"),
+               *cell(5, 0, agent="scripted:a", fault_mode="timeout_late", condition="wait_120")]
     forward = write(tmp_path / "f.jsonl", records)
     backward = write(tmp_path / "b.jsonl", list(reversed(records)))
     assert main(["report", str(forward), "--out", str(tmp_path / "one")]) == 0

@@ -71,7 +71,8 @@ def test_a_figure_without_its_table_is_skipped_with_the_reason(tmp_path: Path) -
 def test_the_waiting_figure_tells_variants_of_one_condition_apart(tmp_path: Path) -> None:
     late = {"fault_mode": "timeout_late",
             "fault": {"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0}}
-    records = [*cell(4, 1, **late), *cell(4, 3, instruction="no_cue", **late)]
+    records = [*cell(4, 1, **late), *cell(4, 3, instruction="no_cue", **late),
+               *cell(4, 0, condition="wait_120", **late)]
     figures = figures_for(tmp_path, records)
     valid(figures["waiting_vs_keys"])
     svg = (tmp_path / "figures" / "waiting_vs_keys.svg").read_text()
@@ -122,3 +123,38 @@ def test_every_series_has_its_own_look() -> None:
     assert len(set(looks)) == 64
     bars = [(style(i)["color"], style(i)["hatch"]) for i in range(64)]
     assert len(set(bars)) == 64  # bars have no marker: colour and hatch alone differ
+
+
+def test_the_waiting_figure_needs_a_waiting_policy(tmp_path: Path) -> None:
+    """Late commits without any wait_<Δ> policy (not E5): one dot per panel compares nothing,
+    so the figure is skipped with the reason."""
+    late = {"fault_mode": "timeout_late",
+            "fault": {"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0}}
+    figures = figures_for(tmp_path, [*cell(4, 1, **late), *cell(4, 2, condition="guard",
+                                                                   **late)])
+    waiting = figures["waiting_vs_keys"]
+    assert isinstance(waiting, Skipped) and "no wait_<Δ> condition" in waiting.reason
+    assert not (tmp_path / "figures" / "waiting_vs_keys.png").exists()
+
+
+def test_the_contract_figure_tells_its_classes_apart(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """One contract variant, two contract classes: a colour per class, named in a legend."""
+    seen: dict[str, object] = {}
+    save = figure_module._save
+
+    def spy(fig: object, directory: Path, name: str) -> tuple[Path, ...]:
+        seen[name] = fig
+        return save(fig, directory, name)
+
+    monkeypatch.setattr(figure_module, "_save", spy)
+    records = [*cell(6, 2), *cell(6, 4, focal_tool="x_publish", first_instance=10)]
+    figures = figures_for(tmp_path, records)
+    valid(figures["dup_by_contract"])
+    (ax,) = seen["dup_by_contract"].axes  # type: ignore[attr-defined]
+    legend = ax.get_legend()
+    assert legend is not None
+    names = [t.get_text() for t in legend.get_texts()]
+    assert len(names) == len(set(names)) == 2
+    colours = {tuple(p.get_facecolor()) for p in ax.patches if p.get_height() > 0}
+    assert len(colours) == 2

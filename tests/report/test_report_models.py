@@ -328,4 +328,20 @@ def test_a_failed_fit_is_a_stated_reason_not_a_crash(tmp_path: Path,
         *cell(6, 1, templates=templates, first_instance=10)]))
     assert isinstance(h1, Table)
     assert [r["method"].split()[0] for r in h1.rows] == ["Bayesian"]  # type: ignore[union-attr]
-    assert "The fit failed — GEE: the logistic fit did not converge" in h1.notes
+    assert "The fit failed — GEE: the fit did not converge on these episodes" in h1.notes
+
+
+def test_h1_says_in_words_why_a_fit_failed(tmp_path: Path) -> None:
+    """Every write with a weak read path duplicated: the odds ratio is infinite. The table says
+    so in words, never with a formula or a library's raw message."""
+    templates = ("t1", "t2", "t3")
+    records = [*cell(6, 6, templates=templates, focal_verification="eventual"),
+               *cell(6, 1, templates=templates, first_instance=10)]
+    weak = [r for r in records if r.focal_verification == "eventual"]
+    assert all(r.duplicates > 0 for r in weak)  # separation, by construction
+    h1 = table_h1(rows_of(tmp_path, records))
+    text = h1.reason if isinstance(h1, Skipped) else " ".join(h1.notes)
+    assert "GEE: among these episodes some level of a term" in text
+    assert "odds ratio is infinite" in text
+    for raw in ("~", "C(", "weak_read_path", "Traceback", "Error"):
+        assert raw not in text

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
-from reportkit import cell, clusters, load, record, within_cell_rho, write
+from reportkit import cell, clusters, load, record, same_configs, within_cell_rho, write
 
 from limbo_plugin.records import EpisodeRecord, TraceEntry
 from limbo_plugin.report.load import EpisodeRow
@@ -41,8 +41,7 @@ def check(got: object, k: int, n: int, cell_records: Sequence[EpisodeRecord],
     assert isinstance(got, RateCell)
     assert (got.k, got.n) == (k, n)
     assert got.rate == pytest.approx(k / n)
-    experiments = {r.experiment for r in cell_records}  # ρ is estimated per experiment
-    icc = within_cell_rho([r for r in scope if r.experiment in experiments], test)
+    icc = within_cell_rho(same_configs(scope, cell_records), test)  # its configuration's cells
     expected = rate_with_interval(clusters(cell_records, test), icc=icc)
     assert (got.low, got.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
     assert got.low <= got.rate <= got.high
@@ -270,6 +269,48 @@ def test_table7_conditions_with_costs(tmp_path: Path) -> None:
     assert guard["tokens"] is None  # no usage recorded: empty, not zero
 
 
+def test_table7_in_the_papers_layout(tmp_path: Path) -> None:
+    """Conditions as columns; each agent's EOS, duplicate rate and TS; the bottom rows the mean
+    cost per episode over all agents, fault-free episodes included."""
+    from limbo_plugin.report.render import to_csv, to_markdown
+    from limbo_plugin.report.tables.conditions_paper import table7_paper
+
+    vanilla_a = cell(4, 2, agent="litellm:a", tool_calls=6, escalations=0,
+                     usage={"prompt_tokens": 100, "completion_tokens": 20})
+    vanilla_b = cell(4, 0, agent="litellm:b", tool_calls=8, escalations=2,
+                     usage={"prompt_tokens": 300, "completion_tokens": 60})
+    guard_a = cell(4, 1, agent="litellm:a", condition="guard", tool_calls=10, escalations=1)
+    baseline = [record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2),
+                record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2,
+                       condition="guard")]
+    everything = [*vanilla_a, *vanilla_b, *guard_a, *baseline]
+    table = table7_paper(rows_of(tmp_path, everything))
+    assert isinstance(table, Table)
+    assert [c.key for c in table.columns] == ["agent", "measure", "vanilla", "guard"]
+    assert [(r["agent"], r["measure"]) for r in table.rows] == [
+        ("litellm:a", "EOS"), ("litellm:a", "duplicate rate"), ("litellm:a", "TS"),
+        ("litellm:b", "EOS"), ("litellm:b", "duplicate rate"), ("litellm:b", "TS"),
+        ("all agents (pooled)", "tool calls"), ("all agents (pooled)", "operator min"),
+        ("all agents (pooled)", "tokens")]
+    faulted = counted(everything)
+    check(table.find(agent="litellm:a", measure="duplicate rate")["vanilla"], 2, 4, vanilla_a,
+          faulted, dup)
+    check(table.find(agent="litellm:a", measure="EOS")["guard"], 3, 4, guard_a, faulted,
+          lambda r: r.eos)
+    assert table.find(agent="litellm:b", measure="TS")["guard"] is None  # b ran no guard
+    calls = table.find(measure="tool calls")
+    assert calls["vanilla"] == pytest.approx((4 * 6 + 2 + 4 * 8) / 9)
+    assert calls["guard"] == pytest.approx((4 * 10 + 2) / 5)
+    assert table.find(measure="operator min")["vanilla"] == pytest.approx(4 * 2 * 15 / 9)
+    tokens = table.find(measure="tokens")
+    assert tokens["vanilla"] == pytest.approx((4 * 120 + 4 * 360) / 8)
+    assert tokens["guard"] is None  # no usage recorded: empty, not zero
+    lines = to_csv(table).splitlines()
+    header, cost = lines[0].split(","), lines[-3].split(",")
+    assert float(cost[header.index("vanilla")]) == calls["vanilla"]
+    assert f"| {calls['vanilla']:.1f} |" in to_markdown(table)
+
+
 def test_table7_compares_each_experiments_conditions_on_shared_worlds(tmp_path: Path
                                                                       ) -> None:
     """E2 (all writes, vanilla duplicates on the writes E4 does not run) beside E4 (two writes,
@@ -463,8 +504,8 @@ def test_writers_agree_on_numbers(tmp_path: Path) -> None:
     csv_text = to_csv(table).splitlines()
     header = csv_text[0].split(",")
     values = dict(zip(header, csv_text[1].split(","), strict=True))
-    assert values["dup_lost_ack"] == "0.250000" and values["dup_lost_ack_k"] == "2"
-    assert float(values["dup_lost_ack_low"]) == pytest.approx(dup_cell["low"], abs=1e-6)
+    assert values["dup_lost_ack"] == "0.25" and values["dup_lost_ack_k"] == "2"
+    assert float(values["dup_lost_ack_low"]) == dup_cell["low"]  # both at full precision
 
 
 def test_every_table_is_a_table_or_a_reason(tmp_path: Path) -> None:
@@ -479,7 +520,7 @@ def test_every_table_is_a_table_or_a_reason(tmp_path: Path) -> None:
 # -- H4 ------------------------------------------------------------------------------------------
 def test_h4_stakes_irreversible_against_reversible(tmp_path: Path) -> None:
     def episodes(n: int, k: int, irreversible: bool, first: int) -> list[EpisodeRecord]:
-        # a keyed retry re-sends without checking too (the first unchecked one of each group)
+        # the first re-issue of each group carries the key again: keyed, not unchecked
         return [record(template=("t1", "t2")[i % 2], instance=first + i,
                        behaviour=("retry_same_key" if i == 0 else "blind_retry") if i < k
                        else "verify_then_skip", focal_irreversible=irreversible)
@@ -494,15 +535,32 @@ def test_h4_stakes_irreversible_against_reversible(tmp_path: Path) -> None:
     table = table_stakes(rows_of(tmp_path, [*hard, *soft, *ignored]))
     assert isinstance(table, Table)
     (row,) = table.rows
-    blind = lambda r: r.behaviour in ("blind_retry", "retry_same_key")  # noqa: E731
-    check(row["irreversible"], 3, 10, hard, [*hard, *soft], blind)
-    check(row["reversible"], 2, 20, soft, [*hard, *soft], blind)
-    expected = tost_independent([True] * 3 + [False] * 7, [True] * 2 + [False] * 18)
-    assert row["difference"] == pytest.approx(20.0)
+    blind = lambda r: r.behaviour == "blind_retry"  # noqa: E731
+    keyed = lambda r: r.behaviour in ("retry_same_key", "retry_new_key")  # noqa: E731
+    check(row["irreversible"], 2, 10, hard, [*hard, *soft], blind)
+    check(row["reversible"], 1, 20, soft, [*hard, *soft], blind)
+    check(row["irreversible_keyed"], 1, 10, hard, [*hard, *soft], keyed)
+    check(row["reversible_keyed"], 1, 20, soft, [*hard, *soft], keyed)
+    expected = tost_independent([True] * 2 + [False] * 8, [True] * 1 + [False] * 19)
+    assert row["difference"] == pytest.approx(15.0)
     assert (row["low"], row["high"]) == (pytest.approx(100 * expected.low),
                                          pytest.approx(100 * expected.high))
     assert row["p"] == pytest.approx(expected.pvalue) and row["equivalent"] == "no"
     from scipy.stats import fisher_exact
-    assert row["p_difference"] == pytest.approx(fisher_exact([[3, 7], [2, 18]]).pvalue)
+    assert row["p_difference"] == pytest.approx(fisher_exact([[2, 8], [1, 19]]).pvalue)
     skipped = table_stakes(rows_of(tmp_path, soft))
     assert isinstance(skipped, Skipped) and "irreversible and reversible" in skipped.reason
+
+
+def test_table3_over_two_experiments_has_an_experiment_column(tmp_path: Path) -> None:
+    """E2 beside E4: the same agent and condition in both experiments are two rows, each with
+    its own experiment's episodes and the ρ of its own configuration's cells."""
+    e2 = cell(12, 6, templates=("t1", "t2", "t3"), experiment="e2")
+    e4 = cell(8, 1, templates=("t1", "t2", "t3"), experiment="e4")
+    table = table3(rows_of(tmp_path, [*e2, *e4]))
+    assert isinstance(table, Table)
+    assert [c.key for c in table.columns][:2] == ["agent", "experiment"]
+    dup = lambda r: r.duplicates > 0  # noqa: E731
+    for experiment, members, k in (("e2", e2, 6), ("e4", e4, 1)):
+        row = table.find(agent="scripted:alpha", experiment=experiment)
+        check(row["dup_lost_ack"], k, len(members), members, [*e2, *e4], dup)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from reportkit import cell, clusters, load, within_cell_rho, write
+from reportkit import cell, clusters, load, same_configs, within_cell_rho, write
 from scipy.stats import binomtest
 
 from limbo_plugin.errors import SpecError
@@ -102,7 +102,8 @@ def test_table3_pools_each_tier_and_leaves_out_the_unpooled_model(tmp_path: Path
                and labels[r.agent].get("pooled", True) and r.family == "lost_ack"]
     got = frontier["dup_lost_ack"]
     assert isinstance(got, RateCell) and (got.k, got.n) == (3, 18)
-    rho = within_cell_rho([r for r in records if r.fired or r.family == "none"], dup)
+    rho = within_cell_rho(same_configs([r for r in records if r.fired or r.family == "none"],
+                                       members), dup)
     expected = rate_with_interval(clusters(members, dup), icc=rho)
     assert (got.low, got.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
     assert frontier["dup_late_commit"].k == 5  # type: ignore[union-attr]

@@ -3,6 +3,7 @@ serves its report the same way (a file:// Allure report never loads)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -84,6 +85,19 @@ def test_stale_reports_are_rebuilt(real_report: BuiltReport, tmp_path: Path) -> 
     out = tmp_path / "report"
     assert "built from other records" in str(report_is_stale([records], out))
     assert report_is_stale([], tmp_path / "none") == f"no report in {tmp_path / 'none'} yet"
+
+
+def test_a_report_built_with_another_rho_is_rebuilt(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    out.mkdir()
+    records = tmp_path / "episodes.jsonl"
+    records.write_text("")
+    (out / "index.html").write_text("<html></html>")
+    (out / "report.json").write_text(json.dumps({"sources": [str(records)],
+                                                 "rho": "configuration"}))
+    assert report_is_stale([records], out) is None
+    assert report_is_stale([records], out, "experiment") == (
+        f"the report in {out} was built with --rho configuration")
 
 
 def test_view_of_a_missing_file_is_one_line(tmp_path: Path) -> None:

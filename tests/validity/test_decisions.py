@@ -77,6 +77,12 @@ PINNED: dict[str, str] = {
                     "test_the_bound_runs_from_every_unknown_request_not_only_the_first",
     "D-icc-within-cells": "tests/stats/test_stats_intervals.py::"
                           "test_icc_within_cells_by_hand_on_a_strong_family_effect",
+    "D-behaviour-observes": "tests/validity/test_coder_agrees.py::"
+                            "test_only_a_read_that_could_show_the_write_verifies",
+    "D-stakes-keyed": "tests/report/test_report_tables.py::"
+                  "test_h4_stakes_irreversible_against_reversible",
+    "D-icc-per-configuration": "tests/report/test_one_interval.py::"
+                               "test_a_cell_does_not_move_when_other_agents_join",
 }
 """Decisions that are not about hidden outcomes, and the test that pins each."""
 

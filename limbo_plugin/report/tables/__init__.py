@@ -14,11 +14,13 @@ from functools import cache
 from typing import TYPE_CHECKING, TypeGuard
 
 from limbo_plugin.extensions import declared
+from limbo_plugin.report.icc import DEFAULT_SCOPE, RhoScope, use_book
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.agents import table3, table3_tiers
 from limbo_plugin.report.tables.base import Result, Skipped, Table
 from limbo_plugin.report.tables.behaviour import table_behaviour
 from limbo_plugin.report.tables.conditions import table7
+from limbo_plugin.report.tables.conditions_paper import table7_paper
 from limbo_plugin.report.tables.contracts import table5, table_contract_classes
 from limbo_plugin.report.tables.cue import table10
 from limbo_plugin.report.tables.equivalence import table_equivalence, table_stability
@@ -50,7 +52,8 @@ TABLES: tuple[Generator, ...] = (
     _rows_only(table_h3),
     _rows_only(table5),
     _rows_only(table_contract_classes),
-    _rows_only(table6), _rows_only(table7), _rows_only(table_appendix_b),
+    _rows_only(table6), _rows_only(table7_paper), _rows_only(table7),
+    _rows_only(table_appendix_b),
     _rows_only(table8), _rows_only(table9),
     _rows_only(table_robustness),
     _rows_only(table10), _rows_only(table_behaviour), _rows_only(table_overclaim),
@@ -72,9 +75,12 @@ def _is_generator(item: object) -> TypeGuard[Generator]:
 
 
 def build_tables(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow] = (),
-                 registry: SpecRegistry | None = None) -> list[Result]:
+                 registry: SpecRegistry | None = None, *,
+                 rho: RhoScope = DEFAULT_SCOPE) -> list[Result]:
     """Every table on the episodes; with ``registry``, first the tables that describe the
-    benchmark itself (:data:`SPEC_TABLES`: the paper's Tables 1, 2 and 11, from the specs)."""
+    benchmark itself (:data:`SPEC_TABLES`: the paper's Tables 1, 2 and 11, from the specs).
+    ``rho`` is the cells each interval's ρ is estimated over (:mod:`limbo_plugin.report.icc`)."""
+    use_book(rows, rho)
     described = [generate(registry) for generate in SPEC_TABLES] if registry else []
     return described + [generate(rows, repeats) for generate in all_tables()]
 

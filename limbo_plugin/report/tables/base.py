@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from limbo_plugin.report.icc import IccBook, Measure
+from limbo_plugin.report.icc import IccBook, Measure, scope_note
 from limbo_plugin.report.load import EpisodeRow
 
 Kind = Literal["text", "int", "float", "rate", "pvalue", "percent"]
@@ -101,14 +101,14 @@ def group(rows: Iterable[EpisodeRow], key: Callable[[EpisodeRow], K]
     return dict(out)
 
 
-ICC_NOTE = ("Rates with 95% Wilson intervals on the Kish effective sample size; ρ by template "
-            "is the within-cell one-way ANOVA estimate, once per outcome and experiment "
-            "(cells: configuration × fault family), as in the run's summary and the gate.")
+ICC_NOTE = "Rates with 95% Wilson intervals on the Kish effective sample size; "
 
 
 def icc_note(book: IccBook, *measures: Measure) -> str:
-    """The table's note on its intervals, with the ρ of each outcome it shows."""
-    return ICC_NOTE + " ρ: " + "; ".join(f"{m.name} {book.describe(m)}" for m in measures) + "."
+    """The table's note on its intervals: which ρ they used (the book's scope) and, for each
+    outcome the table shows, its value(s) and from how many cells."""
+    return (ICC_NOTE + scope_note(book.scope) + ". ρ: "
+            + "; ".join(f"{m.name} {book.describe(m)}" for m in measures) + ".")
 
 
 

@@ -4,7 +4,8 @@ EOS, duplicate rate and TS are over fired faulted episodes; tool calls, operator
 (escalations × 15 simulated minutes) and tokens are means per episode over every episode of the
 row, fault-free ones included, as costs are. Each condition (× contract variant, and ×
 documentation, instruction and operator variant, when several are present) has one row per
-agent and, with several agents, a pooled row.
+agent and, with several agents, a pooled row. The paper's own layout (conditions as columns,
+costs pooled in the bottom rows) is :mod:`~limbo_plugin.report.tables.conditions_paper`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from limbo_plugin.report.tables.base import (
 )
 
 ID = "table7_conditions"
-TITLE = "Table 7: recovery conditions"
+TITLE = "Table 7 per agent: recovery conditions with each agent's costs"
 ORDER = ("vanilla", "aware", "reflect", "paraphrase_1", "paraphrase_2", "paraphrase_3",
          "sdk_retry", "rules", "vbr", "wait", "guard", "guard-no-key", "guard-no-consistency",
          "guard-no-block", "guard-no-annotate", "guard-no-promise", "state_oracle",

@@ -51,6 +51,31 @@ def formula_for(data: Sequence[dict[str, Any]]) -> str:
     return "duplicate ~ " + " + ".join(terms)
 
 
+REASONS = (
+    ("separation", "among these episodes some level of a term (a model, a fault mode, the kind "
+                   "of write) has only duplicates or only none, so its odds ratio is infinite "
+                   "and cannot be estimated"),
+    ("leverage 1", "some template is the only one at a level of a term (a model, a fault mode, "
+                   "the kind of write), so errors clustered by template are undefined"),
+    ("collinear", "two terms of the model cannot be told apart in these episodes (every "
+                  "episode of one level of one is at one level of another)"),
+    ("did not converge", "the fit did not converge on these episodes"),
+    ("non-finite", "the fit gave no finite estimates on these episodes"),
+    ("no variation", "every episode has the same duplicate outcome"),
+)
+"""What a fit's failure means, in words (a table never prints a library's raw message)."""
+
+
+def why_no_fit(exc: ValueError) -> str:
+    """The reason a fit failed, in words, from the checks of :mod:`limbo_plugin.stats`."""
+    text = str(exc)
+    for marker, reason in REASONS:
+        if marker in text:
+            return reason
+    return ("the model could not be fitted to these episodes (too few episodes or templates "
+            "at some level of a term)")
+
+
 def table_h1(rows: Sequence[EpisodeRow]) -> Result:
     data = h1_rows(rows)
     if not data:
@@ -90,7 +115,7 @@ def table_h1(rows: Sequence[EpisodeRow]) -> Result:
                            "ci_high": bayes.ci_high[TERM], "p": None, "episodes": bayes.n,
                            "clusters": templates})
     except ValueError as exc:
-        failures.append(f"Bayesian mixed logit: {exc}")
+        failures.append(f"Bayesian mixed logit: {why_no_fit(exc)}")
     try:
         with quiet_fit():
             gee = gee_logit(data, formula, cluster="template")
@@ -99,7 +124,7 @@ def table_h1(rows: Sequence[EpisodeRow]) -> Result:
                            "ci_high": gee.ci_high[TERM], "p": gee.pvalue[TERM],
                            "episodes": gee.n, "clusters": gee.groups})
     except ValueError as exc:
-        failures.append(f"GEE: {exc}")
+        failures.append(f"GEE: {why_no_fit(exc)}")
     if not table.rows:
         return Skipped(ID, TITLE, "both fits failed: " + "; ".join(failures))
     table.notes += [f"The fit failed — {f}" for f in failures]

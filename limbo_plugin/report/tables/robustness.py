@@ -134,8 +134,9 @@ def table_robustness(rows: Sequence[EpisodeRow]) -> Result:
                Column("only_variant", "duplicated only in the variant", "int"),
                Column("only_reference", "duplicated only in the reference", "int"),
                Column("p", "McNemar p", "pvalue"),
-               Column("dropped_variant", "variant episodes without a partner", "int"),
-               Column("dropped_reference", "reference episodes without a partner", "int")]
+               Column("dropped_variant", "fired variant episodes without a partner", "int"),
+               Column("dropped_reference", "fired reference episodes without a partner",
+                      "int")]
     table = Table(ID, TITLE, "Each E4 variant paired with its reference configuration (the "
                   "probed dimension put back: default documentation, truthful operator, "
                   "vanilla for a paraphrase, the whole guard for an ablation; same agent, "
@@ -169,9 +170,15 @@ def table_robustness(rows: Sequence[EpisodeRow]) -> Result:
     if not table.rows:
         return Skipped(ID, TITLE, "no robustness variant has its reference configuration on the "
                        "same worlds (run E2 beside E4: its vanilla and guard, same agents)")
+    outside = [r for r in rows if not r.faulted and probe_of(r) is not None]
+    fault_free = sum(1 for r in outside if r.family == "none")
     table.notes.append(icc_note(book, DUPLICATE) + " Rates are over matched worlds only; "
-                       f"{dropped_total} variant episode(s) had no reference partner and are "
-                       "left out (counted per row).")
+                       f"{dropped_total} fired variant episode(s) had no reference partner and "
+                       "are left out (counted per row). Only episodes whose fault fired are "
+                       f"paired or counted, here and in the 'without a partner' columns: the "
+                       f"variants' {fault_free} fault-free episode(s) and "
+                       f"{len(outside) - fault_free} whose fault never fired are outside "
+                       "every count.")
     if (note := unpooled_note([r for members in probes.values() for r in members])) is not None:
         table.notes.append(note)
     return table

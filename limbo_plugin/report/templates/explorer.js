@@ -555,6 +555,18 @@
     return Math.min(1, 2 * total);
   }
 
+  function holm(ps) {
+    // Holm-adjusted p-values in the input order (as limbo compare and the gate).
+    var order = ps.map(function (p, i) { return i; }).sort(function (x, y) { return ps[x] - ps[y]; });
+    var adjusted = ps.slice();
+    var running = 0;
+    order.forEach(function (i, rank) {
+      running = Math.max(running, Math.min(1, (ps.length - rank) * ps[i]));
+      adjusted[i] = running;
+    });
+    return adjusted;
+  }
+
   function setupCompare() {
     var form = document.getElementById('compare-form');
     var fields = CONFIG.filter(function (name) { return INDEX.values[name].length > 1; });
@@ -644,18 +656,23 @@
     var rank = INDEX.familyOrder || [];
     order.sort(function (x, y) { return rank.indexOf(x) - rank.indexOf(y) || natural(x, y); });
     var body = el('tbody');
-    order.forEach(function (family) {
+    var raw = order.map(function (family) {
+      return mcnemar(families[family].bOnly, families[family].aOnly);
+    });
+    var adjusted = holm(raw);
+    order.forEach(function (family, i) {
       var f = families[family];
       body.appendChild(el('tr', { 'data-family': family },
         el('td', { text: family }), el('td', { 'class': 'num', text: String(f.pairs) }),
         el('td', { 'class': 'num', text: String(f.bOnly) }),
         el('td', { 'class': 'num', text: String(f.aOnly) }),
-        el('td', { 'class': 'num', text: mcnemar(f.bOnly, f.aOnly).toPrecision(3) })));
+        el('td', { 'class': 'num', text: raw[i].toPrecision(3) }),
+        el('td', { 'class': 'num', text: adjusted[i].toPrecision(3) })));
     });
     out.appendChild(el('table', { 'class': 'comparison', id: 'comparison' },
       el('thead', null, el('tr', null, el('th', { text: 'family' }), el('th', { text: 'paired worlds' }),
         el('th', { text: 'B duplicated, A did not' }), el('th', { text: 'A duplicated, B did not' }),
-        el('th', { text: 'exact McNemar p' }))), body));
+        el('th', { text: 'exact McNemar p' }), el('th', { text: 'Holm p (across families)' }))), body));
     flips.sort(function (x, y) { return (y.worse - x.worse) || natural(x.b[COL.test_id], y.b[COL.test_id]); });
     var list = el('ul', { 'class': 'flips', id: 'flips' });
     flips.slice(0, SHOWN_PAIRS).forEach(function (flip) {
