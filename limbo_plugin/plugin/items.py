@@ -77,6 +77,7 @@ class ExperimentFile(pytest.File):
         # One copy of the agent options per experiment file (its items share it).
         options = settings.agent_options.model_copy(update={"model_options": model_options})
         marks: dict[str | None, pytest.MarkDecorator] = {}  # one mark object per kind, shared
+        gated = settings.gate_path is not None
         for episode in episodes:
             labels = episode_labels(episode, registry)
             item = EpisodeItem.from_parent(self, name=episode.id, episode=episode,
@@ -84,7 +85,7 @@ class ExperimentFile(pytest.File):
                                            labels=labels)
             item.experiment = experiment.name
             item.arm = arms.get((episode.key, episode.config))
-            if labels.xfail_reason:
+            if labels.xfail_reason and not gated:  # with a gate, no episode fails the run
                 reason = labels.xfail_reason
                 if reason not in marks:
                     marks[reason] = pytest.mark.xfail(reason=reason, strict=False,
@@ -248,6 +249,17 @@ class EpisodeItem(pytest.Item):
         if allure_report.enabled(self.config):  # in the call phase: allure owns setup's result
             allure_report.describe(record)
             allure_report.attach(record)
+        limbo: Limbo = self.config.stash[STATE]
+        if limbo.settings.gate_path is not None:
+            # The gate decides the run: the episode is a measurement, its verdict a property.
+            from limbo_plugin.plugin.gate_results import FAILURE_PROPERTY, VERDICT_PROPERTY
+
+            verdict = "passed" if record.passed else (
+                "expected failure" if record.expected_failure else "failed")
+            self.user_properties.append((VERDICT_PROPERTY, verdict))
+            if not record.passed:
+                self.user_properties.append((FAILURE_PROPERTY, record.failure_message()))
+            return
         if not record.passed:
             raise EpisodeFailure(record.failure_message())
 

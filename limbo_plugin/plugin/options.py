@@ -89,6 +89,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("limbo_provider_backoff", "--limbo-provider-backoff", "SECONDS",
            "base of the exponential backoff in seconds (default 1.0)",
            agent_field="provider_backoff_s"),
+    Option("limbo_preflight", "--limbo-preflight", "MODE",
+           "on (default): before the first episode, send one real one-token request to each "
+           "model endpoint the run will call, and stop (exit 10) if one does not answer; off"),
+    Option("limbo_max_errors", "--limbo-max-errors", "N",
+           "stop the run after N consecutive infrastructure errors (default 5; 0: never); "
+           "finished episodes stay recorded and --limbo-resume continues"),
     Option("limbo_episode_timeout", "--limbo-episode-timeout", "SECONDS",
            "wall-clock limit of one episode in seconds, any agent (default 1800; 0: none); "
            "exceeding it is an infrastructure error"),

@@ -71,6 +71,10 @@ class Settings:
     episode_timeout: float | None
     repeat: int
     progress: str | None
+    preflight: bool
+    """Send one real request to each model endpoint before the first episode."""
+    max_errors: int
+    """Stop after this many consecutive infrastructure errors (0: never)."""
     agent_options: AgentOptions
 
 
@@ -114,6 +118,9 @@ def settings_from(config: pytest.Config) -> Settings:
         episode_timeout=_time_limit(option(config, "limbo_episode_timeout")),
         repeat=_repeat(option(config, "limbo_repeat")),
         progress=progress,
+        preflight=_switch("--limbo-preflight", option(config, "limbo_preflight") or "on"),
+        max_errors=_count("--limbo-max-errors", option(config, "limbo_max_errors"),
+                          DEFAULT_MAX_ERRORS),
         agent_options=parse_agent_options({
             **{opt.agent_field: option(config, opt.name) for opt in VALUED
                if opt.agent_field is not None},
@@ -234,6 +241,11 @@ class RunState:
     skips: dict[SkipReason, int] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     stopped_early: bool = False
+    consecutive_errors: int = 0
+    """Infrastructure errors in a row, as the episodes are reported (``--limbo-max-errors``)."""
+    stopped_for_errors: str | None = None
+    """Why the run stopped before its end on infrastructure errors (the preflight, or
+    ``--limbo-max-errors``): its exit status is then the infrastructure one."""
     sigterm_handler: Any = None
 
     def remember_done(self, outcomes: list[Outcome], *, keep: bool) -> None:
@@ -314,6 +326,29 @@ def _positive_float(name: str, raw: str) -> float:
         raise UsageError(f"{name} expects a number, got {raw!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise UsageError(f"{name} must be a positive number, got {raw!r}")
+    return value
+
+
+DEFAULT_MAX_ERRORS = 5
+"""``--limbo-max-errors``: consecutive infrastructure errors that stop the run."""
+
+
+def _switch(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("on", "off"):
+        raise UsageError(f"{name} expects on or off, got {raw!r}")
+    return value == "on"
+
+
+def _count(name: str, raw: str | None, default: int) -> int:
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{name} expects a whole number (0: never), got {raw!r}") from None
+    if not 0 <= value <= 1_000_000:
+        raise UsageError(f"{name} must be between 0 and 1000000, got {raw!r}")
     return value
 
 

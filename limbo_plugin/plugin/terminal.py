@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from limbo_plugin.report.record_files import shown_path
 
 if TYPE_CHECKING:
     from limbo_plugin.plugin.settings import Limbo
+    from limbo_plugin.report.outcomes import Outcome
 
 
 def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: int) -> None:
@@ -69,6 +71,8 @@ def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
                   yellow=True)
         else:
             write(f"{where} Summary: {shown_path(json_path)}, {shown_path(md_path)}")
+    for line in infrastructure_error_lines(run.outcomes.values()):
+        write(line, yellow=True)
     if run.baseline_path is not None and records:
         from limbo_plugin.report.compare import write_baseline_comparison
 
@@ -86,6 +90,25 @@ def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
         for i, line in enumerate(run.gate_result.lines()):
             color = {"green": True} if run.gate_result.passed else {"red": True}
             write(line, **(color if i == 0 else {}))
+
+
+def infrastructure_error_lines(outcomes: Iterable[Outcome], shown: int = 5) -> list[str]:
+    """This run's infrastructure errors grouped by cause (the first line of each), most
+    frequent first: printed whatever ``--tb`` says, since with ``--tb=no`` nothing else would
+    say why the episodes did not run."""
+    causes = Counter((o.error or "").strip().splitlines()[0][:300] if (o.error or "").strip()
+                     else "(no message)" for o in outcomes if o.error is not None)
+    if not causes:
+        return []
+    total = sum(causes.values())
+    lines = [f"Infrastructure errors: {total} episode(s), by cause (fix it, then re-run them "
+             "with --limbo-resume):"]
+    ranked = sorted(causes.items(), key=lambda item: (-item[1], item[0]))
+    lines += [f"  {count} × {cause}" for cause, count in ranked[:shown]]
+    if len(ranked) > shown:
+        rest = sum(count for _, count in ranked[shown:])
+        lines.append(f"  {rest} × {len(ranked) - shown} other cause(s) (limbo show <episode id>)")
+    return lines
 
 
 def hint_if_keyword_selects_nothing(terminalreporter: Any, limbo: Limbo) -> None:
