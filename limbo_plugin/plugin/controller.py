@@ -292,9 +292,15 @@ class LimboController:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+
+    def announce(self) -> None:
+        """The notices before the run (the previous records moved to history/, a torn line
+        repaired), once every check before the first episode has passed: a run stopped by a
+        usage error or the preflight moves nothing back and must not say it did."""
+        notices, self.run.notices = self.run.notices, []
+        reporter = self.limbo.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            for notice in self.run.notices:
+            for notice in notices:
                 reporter.write_line(f"limbo: {notice}", yellow=True)
 
     @pytest.hookimpl(tryfirst=True)
@@ -302,8 +308,10 @@ class LimboController:
         """Before the first episode: every selected agent can run on this machine (a harness
         CLI is installed), with the options and under the conditions it is given. Under xdist
         the controller has no items; it checks the workers' collection instead (below)."""
-        if session.config.option.collectonly or session.config.pluginmanager.has_plugin(
-                "dsession"):
+        if session.config.pluginmanager.has_plugin("dsession"):
+            return
+        if session.config.option.collectonly:
+            self.announce()
             return
         from limbo_plugin.agents.registry import AgentPlan
 
@@ -312,12 +320,15 @@ class LimboController:
                  for i in session.items if isinstance(i, EpisodeItem)}
         require_ready(plans)
         self.preflight(plans)
+        self.announce()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         if not ids and self.limbo.config.option.keyword:  # every worker collects the same
             self.run.keyword_selected_nothing = True
         if self.checked_agents or self.specs.registry is None:
+            if not self.checked_agents:
+                self.announce()
             return  # checked once; a broken spec tree is reported by its error item
         self.checked_agents = True
         from limbo_plugin.experiments import plans_of_items
@@ -327,6 +338,7 @@ class LimboController:
                                self.specs.defaults, self.settings.model_options)
         require_ready(plans)
         self.preflight(plans)
+        self.announce()
 
     def preflight(self, plans: set[AgentPlan]) -> None:
         """One real request per model endpoint of ``plans`` before the first episode

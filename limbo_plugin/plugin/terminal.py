@@ -78,7 +78,7 @@ def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
 
         write_baseline_comparison(terminalreporter, run.baseline, records,
                                   shown_path(run.baseline_path), families)
-    if run.rotated_to is not None:
+    if run.rotated_to is not None and run.writer is not None and run.writer.written:
         write(f"The previous records are kept in {shown_path(run.rotated_to)} "
               f"(`limbo runs {shown_path(settings.records_path)}` lists every run).")
     skipped_for_cost = run.skips.get(SkipReason.COST_LIMIT, 0)
