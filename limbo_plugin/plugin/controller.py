@@ -155,13 +155,16 @@ def load_baseline(limbo: Limbo) -> tuple[Path, list[Outcome]]:
         if path is None:
             raise UsageError(f"--limbo-baseline previous: there is no previous run: "
                              f"{shown_path(settings.records_path)} does not exist yet and its "
-                             "history/ is empty; run once without a baseline first")
+                             "history/ is empty; run without --limbo-baseline (the gate's "
+                             "thresholds alone judge the run), or give a pinned records file "
+                             "such as main's")
     else:
         path = _resolve(settings.root, value)
         if not path.is_file():
             what = "is a directory" if path.is_dir() else "no such file"
             raise UsageError(f"--limbo-baseline: {shown_path(path)}: {what}; give a records file "
-                             f"of an earlier run, or 'previous'")
+                             "of an earlier run, or 'previous', or run without "
+                             "--limbo-baseline (the gate's thresholds alone judge the run)")
     try:
         records = scan_outcomes(path).records
     except LimboError as exc:

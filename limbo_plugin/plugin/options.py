@@ -95,6 +95,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("limbo_max_errors", "--limbo-max-errors", "N",
            "stop the run after N consecutive infrastructure errors (default 5; 0: never); "
            "finished episodes stay recorded and --limbo-resume continues"),
+    Option("limbo_step_summary", "--limbo-step-summary", "MODE",
+           "on (default): when $GITHUB_STEP_SUMMARY is set (GitHub Actions), append the gate's "
+           "verdict and the family table to it as Markdown; off"),
     Option("limbo_episode_timeout", "--limbo-episode-timeout", "SECONDS",
            "wall-clock limit of one episode in seconds, any agent (default 1800; 0: none); "
            "exceeding it is an infrastructure error"),

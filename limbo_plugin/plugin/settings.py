@@ -75,6 +75,8 @@ class Settings:
     """Send one real request to each model endpoint before the first episode."""
     max_errors: int
     """Stop after this many consecutive infrastructure errors (0: never)."""
+    step_summary: bool
+    """Append the verdict and the family table to ``$GITHUB_STEP_SUMMARY`` when it is set."""
     agent_options: AgentOptions
 
 
@@ -121,6 +123,8 @@ def settings_from(config: pytest.Config) -> Settings:
         preflight=_switch("--limbo-preflight", option(config, "limbo_preflight") or "on"),
         max_errors=_count("--limbo-max-errors", option(config, "limbo_max_errors"),
                           DEFAULT_MAX_ERRORS),
+        step_summary=_switch("--limbo-step-summary",
+                             option(config, "limbo_step_summary") or "on"),
         agent_options=parse_agent_options({
             **{opt.agent_field: option(config, opt.name) for opt in VALUED
                if opt.agent_field is not None},

@@ -38,6 +38,12 @@ def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: i
 
 def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
     settings, run = limbo.settings, limbo.run
+    if not limbo.config.option.collectonly:
+        from limbo_plugin.plugin.step_summary import write_step_summary
+
+        problem = write_step_summary(limbo)
+        if problem:
+            run.late_notices.append(problem)
     for notice in run.late_notices:
         terminalreporter.write_line(f"limbo: {notice}", yellow=True)
     records = run.all_outcomes()

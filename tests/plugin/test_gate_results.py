@@ -116,3 +116,21 @@ def test_gate_checks_are_allure_results(project: pytest.Pytester) -> None:
                       "eos_rate[none] ≥ 100.0%": "passed"}
     episodes = [r for r in results if {"name": "feature", "value": "gate"} not in r["labels"]]
     assert len(episodes) == 8 and {r["status"] for r in episodes} == {"passed"}
+
+
+def test_the_verdict_and_the_family_table_go_to_the_github_step_summary(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    (project.path / "gate.yaml").write_text(GATE.format(late=0.4))
+    summary = project.path / "step-summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    project.runpytest(*RUN)
+    text = summary.read_text()
+    assert text.startswith("earlier step\n"), "appended, as GitHub expects"
+    assert "## Limbo gate `test_gate`: FAILED" in text
+    assert "| ❌ | duplicate_rate[late_commit] ≤ 40.0% | 50.0% (1/2" in text
+    assert "| ✅ | eos_rate[none] ≥ 100.0% |" in text
+    assert "### Limbo summary" in text and "| late_commit | 2 | 2 |" in text
+    summary.write_text("")
+    project.runpytest(*RUN, "--limbo-step-summary=off")
+    assert summary.read_text() == "", "turned off"

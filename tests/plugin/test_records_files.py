@@ -104,10 +104,12 @@ def test_baseline_previous_is_the_run_this_one_replaces(project: pytest.Pytester
 
 @pytest.mark.parametrize(("baseline", "message"), [
     ("missing.jsonl", "ERROR: --limbo-baseline: missing.jsonl: no such file; give a records "
-                      "file of an earlier run, or 'previous'"),
+                      "file of an earlier run, or 'previous', or run without "
+                      "--limbo-baseline (the gate's thresholds alone judge the run)"),
     ("specs", "ERROR: --limbo-baseline: specs: is a directory"),
     ("previous", "ERROR: --limbo-baseline previous: there is no previous run: "
-                 "reports/episodes.jsonl does not exist yet"),
+                 "reports/episodes.jsonl does not exist yet and its history/ is empty; "
+                 "run without --limbo-baseline"),
     ("empty.jsonl", "ERROR: --limbo-baseline: empty.jsonl holds no records"),
     ("garbage.jsonl", "ERROR: --limbo-baseline: garbage.jsonl:2: not an episode record"),
 ])
