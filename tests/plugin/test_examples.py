@@ -17,6 +17,7 @@ import yaml
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORKFLOW = EXAMPLES / "github-actions.yml"
 GATE_WORKFLOW = EXAMPLES / "github-actions-gate.yml"
+RELEASE_WORKFLOW = EXAMPLES.parent / ".github" / "workflows" / "release.yml"
 MANIFEST = EXAMPLES / "k8s-indexed-job.yaml"
 
 
@@ -54,7 +55,8 @@ def step(job: dict[str, Any], name_start: str) -> str:
     return str(found[0])
 
 
-@pytest.mark.parametrize("path", [WORKFLOW, GATE_WORKFLOW], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [WORKFLOW, GATE_WORKFLOW, RELEASE_WORKFLOW],
+                         ids=lambda p: p.name)
 def test_the_workflow_is_valid_against_the_github_schema(path: Path) -> None:
     # Part of the dev extra: a missing checker fails here rather than skipping the check.
     if importlib.util.find_spec("check_jsonschema") is None:
@@ -140,6 +142,20 @@ def test_the_gate_workflow_fails_a_pull_request_that_regresses_against_mains_bas
     assert same.returncode == 0, same.stdout[-3000:]
     assert junit_counts(project.path / "reports" / "junit.xml")[1] == 0
     assert "ok   not worse than baseline [lost_ack]" in same.stdout
+
+
+def test_the_release_builds_checks_and_publishes_on_a_tag_with_trusted_publishing() -> None:
+    flow = yaml.safe_load(RELEASE_WORKFLOW.read_text())
+    on = flow[True] if True in flow else flow["on"]  # YAML 1.1 reads the key `on` as true
+    assert on["push"]["tags"] == ["v*"]
+    build = flow["jobs"]["build"]
+    assert "python -m build --sdist --wheel" in step(build, "Build")
+    assert "twine check --strict dist/*" in step(build, "Check")
+    publish = flow["jobs"]["publish"]
+    assert publish["needs"] == "build" and publish["if"] == "github.ref_type == 'tag'"
+    assert publish["permissions"] == {"id-token": "write"}, "trusted publishing, no token"
+    assert publish["steps"][-1]["uses"].startswith("pypa/gh-action-pypi-publish@")
+    assert "password" not in json.dumps(publish)
 
 
 # -- Kubernetes ----------------------------------------------------------------------------------
