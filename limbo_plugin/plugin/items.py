@@ -303,3 +303,19 @@ def keep_shard(config: pytest.Config, limbo: Limbo, items: list[pytest.Item]) ->
     if elsewhere:
         config.hook.pytest_deselected(items=[i for i in items if id(i) in elsewhere])
         items[:] = [i for i in items if id(i) not in elsewhere]
+
+
+def keep_sample(config: pytest.Config, limbo: Limbo, items: list[pytest.Item]) -> None:
+    """Deselect the episodes of worlds outside ``--limbo-sample`` (other items stay)."""
+    from limbo_plugin.sampling import sample_worlds
+
+    assert limbo.settings.sample is not None
+    episodes = [item for item in items if isinstance(item, EpisodeItem)]
+    if not episodes:
+        return
+    kept = sample_worlds((item.episode.key for item in episodes), limbo.settings.sample,
+                         limbo.specs.loaded_registry)
+    elsewhere = {id(item) for item in episodes if item.episode.key not in kept}
+    if elsewhere:
+        config.hook.pytest_deselected(items=[i for i in items if id(i) in elsewhere])
+        items[:] = [i for i in items if id(i) not in elsewhere]

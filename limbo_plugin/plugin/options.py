@@ -105,6 +105,9 @@ OPTIONS: tuple[Option, ...] = (
            "run shard K of N (K from 0) of the collected episodes: every world's episodes on "
            "one shard, balanced by expected cost; env:VAR/N reads K from $VAR (e.g. "
            "env:JOB_COMPLETION_INDEX/4)"),
+    Option("limbo_sample", "--limbo-sample", "N",
+           "a pilot: run N worlds (every configuration of each) of what -k/-m selected, "
+           "stratified over fault families and templates; N:SEED for another sample"),
     Option("limbo_progress", "--limbo-progress", "SECONDS|off",
            "seconds between live progress lines (default 10 on a terminal, 60 in a log; 0: "
            "after every episode; off: none)"),

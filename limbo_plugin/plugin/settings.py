@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from limbo_plugin.report.outcomes import Outcome
     from limbo_plugin.report.record_files import CostMeter, RecordWriter
     from limbo_plugin.runconfig import RunConfig
+    from limbo_plugin.sampling import Sample
     from limbo_plugin.sharding import Shard
     from limbo_plugin.spec.registry import SpecRegistry
 
@@ -67,6 +68,7 @@ class Settings:
     """The run-configuration options given (``None``: not given), checked by :class:`Specs`."""
     model_options: Mapping[str, Any]
     shard: Shard | None
+    sample: Sample | None
     cost_limit: float | None
     episode_timeout: float | None
     repeat: int
@@ -100,6 +102,7 @@ def settings_from(config: pytest.Config) -> Settings:
     gate = option(config, "limbo_gate")
     model_options = parse_model_options(config.getoption("limbo_model_options") or [])
     shard = option(config, "limbo_shard")
+    sample = option(config, "limbo_sample")
     cost = option(config, "limbo_cost_limit")
     progress = option(config, "limbo_progress")
     settings = Settings(
@@ -116,6 +119,7 @@ def settings_from(config: pytest.Config) -> Settings:
         overrides={name: option(config, name) for name in RUN_FIELDS},
         model_options=model_options,
         shard=_shard(shard) if shard else None,
+        sample=_sample(sample) if sample else None,
         cost_limit=_positive_float("--limbo-cost-limit", cost) if cost else None,
         episode_timeout=_time_limit(option(config, "limbo_episode_timeout")),
         repeat=_repeat(option(config, "limbo_repeat")),
@@ -321,6 +325,12 @@ def _shard(raw: str) -> Shard:
     from limbo_plugin.sharding import Shard
 
     return Shard.parse(raw)
+
+
+def _sample(raw: str) -> Sample:
+    from limbo_plugin.sampling import Sample
+
+    return Sample.parse(raw)
 
 
 def _positive_float(name: str, raw: str) -> float:
