@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from collections import Counter
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -318,12 +319,14 @@ class LimboController:
             return
         from limbo_plugin.agents.registry import AgentPlan
 
-        plans = {AgentPlan.of(i.episode.config.agent, i.episode.config.condition,
-                              i.model_options)
-                 for i in session.items if isinstance(i, EpisodeItem)}
+        counted: Counter[AgentPlan] = Counter(
+            AgentPlan.of(i.episode.config.agent, i.episode.config.condition, i.model_options)
+            for i in session.items if isinstance(i, EpisodeItem))
+        plans = set(counted)
         require_ready(plans)
         self.preflight(plans)
         self.announce()
+        self.print_plan(counted)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -334,14 +337,30 @@ class LimboController:
                 self.announce()
             return  # checked once; a broken spec tree is reported by its error item
         self.checked_agents = True
-        from limbo_plugin.experiments import plans_of_items
+        from limbo_plugin.experiments import counted_plans
 
         root = Path(str(self.limbo.config.rootpath))
-        plans = plans_of_items(ids, root, self.specs.registry, self.settings.overrides,
-                               self.specs.defaults, self.settings.model_options)
+        counted = counted_plans(ids, root, self.specs.registry, self.settings.overrides,
+                                self.specs.defaults, self.settings.model_options)
+        plans = set(counted)
         require_ready(plans)
         self.preflight(plans)
         self.announce()
+        self.print_plan(counted)
+
+    def print_plan(self, counted: Counter[AgentPlan]) -> None:
+        """Before a model-backed run: its plan line per model agent (episodes, model calls,
+        tokens, estimated cost, as ``limbo plan`` estimates them) and the budget."""
+        from limbo_plugin.plugin.terminal import plan_lines
+
+        per_agent: Counter[str] = Counter()
+        for plan, count in counted.items():
+            per_agent[plan.agent] += count
+        reporter = self.limbo.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        for line in plan_lines(per_agent, self.settings.cost_limit, len(self.run.done)):
+            reporter.write_line(line, yellow=True)
 
     def preflight(self, plans: set[AgentPlan]) -> None:
         """One real request per model endpoint of ``plans`` before the first episode

@@ -117,6 +117,41 @@ def infrastructure_error_lines(outcomes: Iterable[Outcome], shown: int = 5) -> l
     return lines
 
 
+def plan_lines(per_agent: Mapping[str, int], cost_limit: float | None,
+               already_recorded: int = 0) -> list[str]:
+    """The plan of a model-backed run, one line per model agent — its episodes, model calls,
+    tokens and estimated cost (``limbo plan``'s estimate from the paper's figures) — and the
+    budget (``--limbo-cost-limit``) it is held to; nothing for scripted runs."""
+    from limbo_plugin.report.plan import COMPLETION_SHARE, budget
+
+    rows = [budget(agent, count, None, COMPLETION_SHARE)
+            for agent, count in sorted(per_agent.items())
+            if agent.split(":", 1)[0] in ("litellm", "harness")]
+    if not rows:
+        return []
+    lines = []
+    for row in rows:
+        calls = "?" if row.model_calls is None else f"~{row.model_calls:,.0f}"
+        tokens = "?" if row.tokens is None else f"~{row.tokens:,.0f}"
+        cost = "cost unknown" if row.cost_usd is None else f"~${row.cost_usd:,.2f}"
+        note = f" ({row.note})" if row.note else ""
+        resumed = f", fewer those already recorded ({already_recorded})" if already_recorded \
+            else ""
+        lines.append(f"limbo: plan: {row.agent}: {row.episodes} episode(s){resumed}, {calls} "
+                     f"model calls, {tokens} tokens, {cost}{note}")
+    known = sum(r.cost_usd for r in rows if r.cost_usd is not None)
+    if cost_limit is not None:
+        over = " — the estimate is above it: the run will stop short" if known > cost_limit \
+            else ""
+        lines.append(f"limbo: budget: --limbo-cost-limit ${cost_limit:g} stops starting episodes "
+                     f"once the recorded cost reaches it{over}")
+    else:
+        lines.append("limbo: budget: none (--limbo-cost-limit USD sets one; estimates from the "
+                     "paper's figures, `limbo plan --cassette RECORDS` from a pilot "
+                     "(--limbo-sample N))")
+    return lines
+
+
 def hint_if_keyword_selects_nothing(terminalreporter: Any, limbo: Limbo) -> None:
     """``-k`` deselected every episode (``-k late_comit``) and no Limbo option was given (else
     :func:`hint_if_nothing_collected` says it): one line with the family, mode and template

@@ -109,6 +109,8 @@ def test_without_preflight_the_run_stops_after_consecutive_errors(
     records = recorded(project)
     assert len(records) == 3 and all(r["error"] for r in records), "3 of 8, then the stop"
     out = result.stdout.str()
+    assert "limbo: plan: litellm:openai/scripted: 8 episode(s), ~78 model calls, ~96,000 " \
+        "tokens, cost unknown (no known price for openai/scripted)" in out
     assert "stopped after 3 consecutive infrastructure errors (--limbo-max-errors 3)" in out
     # --tb=no hides every episode's error; the grouped causes still say what went wrong
     assert "Infrastructure errors: 3 episode(s), by cause" in out
@@ -138,3 +140,18 @@ def test_limbo_show_prints_an_episodes_error(tmp_path: pytest.TempPathFactory,
     out = capsys.readouterr().out
     assert "[ERROR]" in out and "[FAIL]" not in out
     assert "infrastructure error" in out and "AuthenticationError (HTTP 401): invalid key" in out
+
+
+def test_the_plan_line_prices_the_run_and_names_its_budget() -> None:
+    from limbo_plugin.plugin.terminal import plan_lines
+
+    assert plan_lines({"scripted:verify_first": 100}, None) == [], "nothing to spend"
+    (line, budget) = plan_lines({"litellm:openai/gpt-4o-mini": 100,
+                                 "scripted:verify_first": 5}, 0.01)
+    assert line.startswith("limbo: plan: litellm:openai/gpt-4o-mini: 100 episode(s), ~970 "
+                           "model calls, ~1,200,000 tokens, ~$")
+    assert budget == ("limbo: budget: --limbo-cost-limit $0.01 stops starting episodes once the "
+                      "recorded cost reaches it — the estimate is above it: the run will stop "
+                      "short")
+    assert plan_lines({"litellm:openai/gpt-4o-mini": 1}, None)[-1].startswith(
+        "limbo: budget: none (--limbo-cost-limit USD sets one")
