@@ -155,3 +155,16 @@ def test_the_plan_line_prices_the_run_and_names_its_budget() -> None:
                       "short")
     assert plan_lines({"litellm:openai/gpt-4o-mini": 1}, None)[-1].startswith(
         "limbo: budget: none (--limbo-cost-limit USD sets one")
+
+
+def test_a_harness_is_preflighted_at_its_gateway_with_its_key_and_wire(
+        refusing: OpenAIServer) -> None:
+    plan = AgentPlan.of("harness:codex:gpt-5-mini",
+                        model_options={"api_base": refusing.base_url, "api_key": "sk-wrong"})
+    line = preflight({plan})
+    assert line is not None
+    assert f"harness:codex:gpt-5-mini at {refusing.base_url}: AuthenticationError (HTTP 401)" \
+        in line
+    (request,) = refusing.requests
+    assert request.protocol == "responses", "Codex speaks the Responses API to its gateway"
+    assert request.model == "gpt-5-mini"
