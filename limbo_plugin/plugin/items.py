@@ -206,8 +206,23 @@ class EpisodeItem(pytest.Item):
             record.repeat, record.test_id = self.episode.repeat, self.episode.id
         record.experiment, record.arm = self.experiment, self.arm
         self.record, self.record_line = record_line(record)
+        if limbo.settings.is_worker:
+            self.stop_worker_on_errors(limbo, self.record.error)
         if self.record.error is not None:
             raise InfrastructureFailure(self.record.error)
+
+    def stop_worker_on_errors(self, limbo: Limbo, error: str | None) -> None:
+        """Under pytest-xdist each worker holds a queue of episodes the controller's stop would
+        let it finish: after ``--limbo-max-errors`` infrastructure errors in a row it stops
+        taking them itself (pytest-xdist passes its ``shouldstop`` on to the controller)."""
+        run, limit = limbo.run, limbo.settings.max_errors
+        run.consecutive_errors = run.consecutive_errors + 1 if error else 0
+        if limit and run.consecutive_errors >= limit and not self.session.shouldstop:
+            cause = (error or "").strip().splitlines()[0][:300]
+            self.session.shouldstop = (
+                f"limbo: stopped after {run.consecutive_errors} consecutive infrastructure "
+                f"errors (--limbo-max-errors {limit}); the last: {cause}. Finished episodes are "
+                "recorded; fix the cause and continue with --limbo-resume")
 
     def abandoned(self, record: EpisodeRecord) -> None:
         """The episode would not stop at its time limit and its process is about to end (the

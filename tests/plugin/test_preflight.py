@@ -122,6 +122,21 @@ def test_without_preflight_the_run_stops_after_consecutive_errors(
     assert main(["show", episode, "--records", str(reports)]) == 0
 
 
+@pytest.mark.slow
+def test_under_xdist_each_worker_stops_after_consecutive_errors(
+        project: pytest.Pytester, refusing: OpenAIServer) -> None:
+    """Each worker holds a queue of episodes the controller's stop would let it finish: the
+    workers stop themselves, so no more than the limit per worker run."""
+    result = project.runpytest_subprocess(
+        "--experiment", "default", "-k", "late_commit", "-n", "2",
+        *litellm_args(refusing.base_url), "--limbo-preflight=off", "--limbo-max-errors", "2",
+        "--tb=no", "-rN")
+    assert result.ret == INFRASTRUCTURE_ERROR
+    records = recorded(project)
+    assert 2 <= len(records) <= 4 and all(r["error"] for r in records), len(records)
+    assert "stopped after 2 consecutive infrastructure errors" in result.stdout.str()
+
+
 def test_limbo_show_prints_an_episodes_error(tmp_path: pytest.TempPathFactory,
                                              registry: SpecRegistry,
                                              capsys: pytest.CaptureFixture[str]) -> None:
