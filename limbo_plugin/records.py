@@ -177,12 +177,18 @@ class Usage(Documented):
     """Model calls whose cost is unknown (a model missing from litellm's price map, a harness
     CLI's own calls): ``cost_usd`` leaves them out, so it is a lower bound when this is not 0."""
 
-    def add(self, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0,
-            calls: int = 1) -> None:
-        """Account for ``calls`` model calls (what an agent does after each model reply)."""
+    def add(self, prompt_tokens: int = 0, completion_tokens: int = 0,
+            cost_usd: float | None = None, calls: int = 1) -> None:
+        """Account for ``calls`` model calls (what an agent does after each model reply).
+        Without ``cost_usd`` their cost is unknown (unpriced), not free: the summary then says
+        "cost unknown", never a made-up $0.0000."""
         self.prompt_tokens += int(prompt_tokens or 0)
         self.completion_tokens += int(completion_tokens or 0)
-        cost = float(cost_usd or 0.0)
+        if cost_usd is None:
+            self.unpriced_calls += calls
+            self.model_calls += calls
+            return
+        cost = float(cost_usd)
         if math.isfinite(cost) and cost >= 0:
             self.cost_usd += cost
         else:  # NaN, infinite or negative: a cost nobody knows, not a number to sum

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("server", ("server",)),
     ("agents", ("agents",)),
     ("run configuration", ("runconfig",)),
-    ("episodes", ("episode", "experiments", "sandbox", "sharding")),
+    ("episodes", ("episode", "experiments", "sandbox", "sharding", "sampling")),
     ("reports", ("report",)),
     ("entry points", ("plugin", "cli", "testing", "")),
 ]

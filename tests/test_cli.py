@@ -57,6 +57,26 @@ def test_summary_and_gate_on_a_record_file(tmp_path: Path, registry: SpecRegistr
     assert "FAIL duplicate_rate[lost_ack]" in capsys.readouterr().out
 
 
+def test_gate_never_passes_on_records_that_all_errored(tmp_path: Path, registry: SpecRegistry,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    records = tmp_path / "episodes.jsonl"
+    keys = list(iter_worlds(registry, ["incident_open"], [0], "all", ["timeout_post"]))
+    with records.open("w") as handle:
+        for key in keys:
+            record = run_episode(key, RunConfig(agent="scripted:verify_first"),
+                                 registry=registry)
+            record.error = "openai/x: AuthenticationError (HTTP 401): invalid key"
+            handle.write(record.model_dump_json() + "\n")
+    gate = tmp_path / "gate.yaml"
+    gate.write_text("name: g\nthresholds:\n  - {metric: duplicate_rate, family: lost_ack, "
+                    "max: 0.5}\n")
+    assert main(["gate", str(gate), "--records", str(records)]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED (0 of 1 checks passed" in out
+    assert f"all {len(keys)} recorded episode(s) ended in an infrastructure error" in out
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["summary", "{tmp}"], "is a directory; give a records file such as"),
     (["summary", "{tmp}/missing.jsonl"], "missing.jsonl does not exist"),

@@ -407,6 +407,35 @@ def describe(exc: BaseException) -> str:
     return f"{prefix}: {text}" if text else prefix
 
 
+PREFLIGHT_TIMEOUT_S = 60.0
+"""How long the preflight request may take, unless ``--model-option timeout=`` is shorter."""
+
+
+def probe(model: str, model_options: Mapping[str, Any], wire: str = "chat") -> None:
+    """One real, one-token request to ``model`` with ``model_options`` (its credentials, its
+    ``api_base``), over ``wire``: the run's preflight. Because litellm sends it exactly as an
+    episode would, every credential source litellm knows (environment, ``~/.aws``, a local
+    Ollama, a gateway) is tried the way the run will try it. Raises
+    :class:`InfrastructureError` with the provider's answer; a rate limit (429) counts as an
+    answer (the run's own retries wait for it)."""
+    litellm = import_litellm()
+    options = {k: v for k, v in model_options.items() if k not in ("wire", "max_tokens",
+                                                                    "max_completion_tokens")}
+    timeout = min(float(options.pop("timeout", PREFLIGHT_TIMEOUT_S)), PREFLIGHT_TIMEOUT_S)
+    kwargs: dict[str, Any] = {"max_retries": 0, "num_retries": 0, "timeout": timeout, **options}
+    try:
+        if wire == "responses":
+            litellm.responses(model=model, input="Say OK.", max_output_tokens=16, **kwargs)
+        else:
+            litellm.completion(model=model, messages=[{"role": "user", "content": "Say OK."}],
+                               max_tokens=1, **kwargs)
+    except Exception as exc:
+        if getattr(exc, "status_code", None) == 429 or "RateLimitError" in {
+                cls.__name__ for cls in type(exc).__mro__}:
+            return
+        raise InfrastructureError(describe(exc)) from exc
+
+
 def token_prices(model: str) -> tuple[float, float] | None:
     """The USD price of one prompt and one completion token of ``model`` in litellm's bundled
     price map (``limbo plan``'s budget); ``None`` for a model the map does not know."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from limbo_plugin.agents.base import Agent
 from limbo_plugin.agents.options import AgentOptions
@@ -29,6 +29,9 @@ from limbo_plugin.errors import UsageError
 from limbo_plugin.extensions import declared, unique
 from limbo_plugin.extras import require
 from limbo_plugin.scrubbing import learn_options
+
+if TYPE_CHECKING:
+    from limbo_plugin.agents.preflight import Endpoint
 
 
 @dataclass(frozen=True)
@@ -40,11 +43,23 @@ class AgentPlan:
     agent: str
     condition: str = "vanilla"
     options: frozenset[str] = field(default_factory=frozenset)
+    values: str = "{}"
+    """The model options themselves, as sorted JSON (hashable): where the preflight request
+    goes (``api_base``) and with which credentials."""
 
     @classmethod
     def of(cls, agent: str, condition: str = "vanilla",
            model_options: Mapping[str, object] | None = None) -> AgentPlan:
-        return cls(agent, condition, frozenset(model_options or {}))
+        import json
+
+        return cls(agent, condition, frozenset(model_options or {}),
+                   json.dumps(dict(model_options or {}), sort_keys=True, default=str))
+
+    def model_options(self) -> dict[str, Any]:
+        import json
+
+        values: dict[str, Any] = json.loads(self.values)
+        return values
 
 
 def _always_ready(rest: str, plan: AgentPlan) -> None:
@@ -68,6 +83,9 @@ class AgentKind:
     ready: Callable[[str, AgentPlan], None] = _always_ready
     extra: str | None = None
     prompt_conditions: bool = True
+    endpoint: Callable[[str, AgentPlan], Endpoint | None] | None = None
+    """The model endpoint the agent will call (``None``: none), for the run's preflight: one
+    real request before the first episode (:mod:`limbo_plugin.agents.preflight`)."""
 
 
 def _check_policy(prefix: str) -> Callable[[str], None]:
@@ -93,6 +111,13 @@ def _build_mcp(rest: str, options: AgentOptions) -> Agent:
 def _check_model(rest: str) -> None:
     if not rest:
         raise UsageError("agent 'litellm:' needs a model, e.g. litellm:openai/gpt-5-mini")
+
+
+def _scaffold_endpoint(rest: str, plan: AgentPlan) -> Endpoint:
+    from limbo_plugin.agents.preflight import Endpoint
+
+    options = plan.model_options()
+    return Endpoint.of(plan.agent, rest, options, str(options.get("wire") or "chat"))
 
 
 def _build_scaffold(rest: str, options: AgentOptions) -> Agent:
@@ -127,6 +152,20 @@ def _harness_ready(rest: str, plan: AgentPlan) -> None:
                          "{api_base: URL} in the experiment)")
 
 
+def _harness_endpoint(rest: str, plan: AgentPlan) -> Endpoint | None:
+    """The gateway a harness CLI reaches its model through, asked with the harness's key and
+    wire (starting the CLI itself costs seconds and a sandbox; ``ready`` found it installed)."""
+    from limbo_plugin.agents.harness_install import find_harness
+    from limbo_plugin.agents.preflight import gateway_request
+
+    name, _, model = rest.partition(":")
+    spec = find_harness(model if name == "command" else name)
+    options = plan.model_options()
+    if name == "command":
+        model = str(options.get("model") or spec.model or "")
+    return gateway_request(plan.agent, spec, model, options)
+
+
 def _build_harness(rest: str, options: AgentOptions) -> Agent:
     from limbo_plugin.agents.harness import HarnessAgent
     from limbo_plugin.agents.harness_install import find_harness
@@ -158,9 +197,10 @@ AGENT_KINDS: tuple[AgentKind, ...] = (
     AgentKind("scripted", f"scripted:<policy> ({', '.join(POLICIES)})",
               _check_policy("scripted"), _build_scripted),
     AgentKind("mcp", "mcp:<policy>", _check_policy("mcp"), _build_mcp, extra="mcp"),
-    AgentKind("litellm", "litellm:<model>", _check_model, _build_scaffold, extra="llm"),
+    AgentKind("litellm", "litellm:<model>", _check_model, _build_scaffold, extra="llm",
+              endpoint=_scaffold_endpoint),
     AgentKind("harness", HARNESS_FORMS, _check_harness, _build_harness, extra="mcp",
-              ready=_harness_ready, prompt_conditions=False),
+              ready=_harness_ready, prompt_conditions=False, endpoint=_harness_endpoint),
     AgentKind("python", "python:<module>:<callable>", _check_python, _build_python),
 )
 

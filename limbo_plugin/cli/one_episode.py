@@ -128,9 +128,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def print_record(record: EpisodeRecord) -> None:
-    verdict = "PASS" if record.passed else ("XFAIL" if record.expected_failure else "FAIL")
+    verdict = "ERROR" if record.error is not None else (
+        "PASS" if record.passed else ("XFAIL" if record.expected_failure else "FAIL"))
     print(f"{record.episode_id}  [{verdict}]  agent={record.agent} contract={record.contract} "
           f"condition={record.condition}")
+    if record.error is not None:
+        print(f"  infrastructure error (excluded from the rates; --limbo-resume re-runs it): "
+              f"{record.error}")
     fault = ", ".join(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
                       for name, value in record.fault.model_dump(exclude_none=True).items()
                       if name not in ("mode", "fired"))

@@ -23,8 +23,13 @@ from limbo_plugin.experiments.design import Arm, Design, ExperimentSpec
 from limbo_plugin.experiments.expand import Episode, iter_worlds
 from limbo_plugin.experiments.experiment import Experiment, find_experiment, load_experiment
 from limbo_plugin.experiments.labels import EpisodeLabels, episode_labels
-from limbo_plugin.experiments.selection import agents_of_items, compares_agents, plans_of_items
+from limbo_plugin.experiments.selection import (
+    agents_of_items,
+    compares_agents,
+    counted_plans,
+    plans_of_items,
+)
 
 __all__ = ["Arm", "Design", "Episode", "EpisodeLabels", "Experiment", "ExperimentSpec",
-           "SpecError", "agents_of_items", "compares_agents", "episode_labels", "find_experiment",
-           "iter_worlds", "load_experiment", "plans_of_items"]
+           "SpecError", "agents_of_items", "compares_agents", "counted_plans", "episode_labels",
+           "find_experiment", "iter_worlds", "load_experiment", "plans_of_items"]

@@ -5,6 +5,7 @@ again to check every agent is ready before the first episode."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,12 +39,20 @@ def plans_of_items(node_ids: Iterable[str], root: Path, registry: SpecRegistry,
     nothing itself; it learns what the workers selected (after ``-k`` and ``-m``) by expanding
     their experiment files again. ``model_options`` are the command line's, over each
     experiment's own."""
+    return set(counted_plans(node_ids, root, registry, overrides, defaults, model_options))
+
+
+def counted_plans(node_ids: Iterable[str], root: Path, registry: SpecRegistry,
+                  overrides: Mapping[str, str | None], defaults: RunConfig,
+                  model_options: Mapping[str, Any] | None = None) -> Counter[AgentPlan]:
+    """:func:`plans_of_items`, with how many of the items run each plan (the run's plan line:
+    episodes, calls and cost per agent)."""
     by_file: dict[str, list[str]] = {}
     for node_id in node_ids:
         file, sep, name = node_id.partition("::")
         if sep and file.endswith((".yaml", ".yml")):
             by_file.setdefault(file, []).append(name)
-    plans: set[AgentPlan] = set()
+    plans: Counter[AgentPlan] = Counter()
     for file, names in by_file.items():
         try:
             experiment = load_experiment(root / file, registry)
@@ -56,5 +65,5 @@ def plans_of_items(node_ids: Iterable[str], root: Path, registry: SpecRegistry,
         for name in names:  # a repeat (-rep2) runs its episode's plan
             plan = plan_of.get(name) or plan_of.get(REPEAT_SUFFIX.sub("", name))
             if plan is not None:
-                plans.add(plan)
+                plans[plan] += 1
     return plans

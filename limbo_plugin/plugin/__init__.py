@@ -39,6 +39,7 @@ from limbo_plugin.plugin.items import (  # noqa: E402
     ExperimentFile,
     InfrastructureFailure,
     SpecErrorPolicy,
+    keep_sample,
     keep_shard,
 )
 from limbo_plugin.plugin.options import add_options, check_rootdir  # noqa: E402
@@ -186,6 +187,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     episodes = [i for i in items if isinstance(i, EpisodeItem)]
     if config.option.keyword and limbo.run.deselected_episodes and not episodes:
         limbo.run.keyword_selected_nothing = True
+    if limbo.settings.sample is not None:  # a pilot of what -k and -m selected
+        keep_sample(config, limbo, items)
     if limbo.settings.shard is not None:
         keep_shard(config, limbo, items)
     limbo.run.selected = {(i.episode.key.id, i.episode.config.fingerprint(), i.episode.repeat)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from collections import Counter
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,12 @@ if TYPE_CHECKING:
     from limbo_plugin.agents.registry import AgentPlan
     from limbo_plugin.report.gate import GateSpec
     from limbo_plugin.report.outcomes import Outcome
+
+INFRASTRUCTURE_ERROR = 10
+"""The exit status of a run that infrastructure stopped or left incomplete: the preflight
+failed, ``--limbo-max-errors`` consecutive infrastructure errors stopped it, or episodes ended
+in one (``--limbo-resume`` re-runs them). Outside pytest's own statuses (0-6), so CI can tell
+it from a failed gate (1) and a usage error (4)."""
 
 PREVIOUS = "previous"
 """``--limbo-baseline previous``: the records this run is about to replace."""
@@ -149,13 +156,16 @@ def load_baseline(limbo: Limbo) -> tuple[Path, list[Outcome]]:
         if path is None:
             raise UsageError(f"--limbo-baseline previous: there is no previous run: "
                              f"{shown_path(settings.records_path)} does not exist yet and its "
-                             "history/ is empty; run once without a baseline first")
+                             "history/ is empty; run without --limbo-baseline (the gate's "
+                             "thresholds alone judge the run), or give a pinned records file "
+                             "such as main's")
     else:
         path = _resolve(settings.root, value)
         if not path.is_file():
             what = "is a directory" if path.is_dir() else "no such file"
             raise UsageError(f"--limbo-baseline: {shown_path(path)}: {what}; give a records file "
-                             f"of an earlier run, or 'previous'")
+                             "of an earlier run, or 'previous', or run without "
+                             "--limbo-baseline (the gate's thresholds alone judge the run)")
     try:
         records = scan_outcomes(path).records
     except LimboError as exc:
@@ -202,6 +212,7 @@ class LimboController:
         self.settings, self.specs, self.run = limbo.settings, limbo.specs, limbo.run
         self.checked_agents = False
         self._terminal_stats: dict[str, list[Any]] | None = None
+        self.session: pytest.Session | None = None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None]:
@@ -253,12 +264,28 @@ class LimboController:
                     self.run.write_failed = True
                     pytest.exit(str(exc), returncode=pytest.ExitCode.INTERNAL_ERROR)
                 self.run.outcomes[outcome.identity] = outcome
+                self.count_errors(outcome)
         if report.when != "teardown":  # the item's properties, counted once
             return
         for name, value in report.user_properties:
             if name == SKIP_PROPERTY:
                 reason = SkipReason(str(value))
                 self.run.skips[reason] = self.run.skips.get(reason, 0) + 1
+
+    def count_errors(self, outcome: Outcome) -> None:
+        """Stop the run after ``--limbo-max-errors`` infrastructure errors in a row: a refused
+        key or a gateway that went away would otherwise cost every remaining episode its
+        retries. The episodes already running finish and are recorded."""
+        run, limit = self.run, self.settings.max_errors
+        run.consecutive_errors = run.consecutive_errors + 1 if outcome.error else 0
+        if not limit or run.consecutive_errors < limit or run.stopped_for_errors:
+            return
+        cause = (outcome.error or "").strip().splitlines()[0][:300]
+        run.stopped_for_errors = (
+            f"limbo: stopped after {run.consecutive_errors} consecutive infrastructure errors "
+            f"(--limbo-max-errors {limit}); the last: {cause}. Finished episodes are recorded; "
+            "fix the cause and continue with --limbo-resume")
+        stop_session(self.session, self.limbo.config, run.stopped_for_errors)
 
     def take_outcome(self, line: str) -> None:
         from limbo_plugin.report.outcomes import Outcome
@@ -268,9 +295,16 @@ class LimboController:
             self.run.outcomes[outcome.identity] = outcome
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        self.session = session
+
+    def announce(self) -> None:
+        """The notices before the run (the previous records moved to history/, a torn line
+        repaired), once every check before the first episode has passed: a run stopped by a
+        usage error or the preflight moves nothing back and must not say it did."""
+        notices, self.run.notices = self.run.notices, []
+        reporter = self.limbo.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            for notice in self.run.notices:
+            for notice in notices:
                 reporter.write_line(f"limbo: {notice}", yellow=True)
 
     @pytest.hookimpl(tryfirst=True)
@@ -278,27 +312,73 @@ class LimboController:
         """Before the first episode: every selected agent can run on this machine (a harness
         CLI is installed), with the options and under the conditions it is given. Under xdist
         the controller has no items; it checks the workers' collection instead (below)."""
-        if session.config.option.collectonly or session.config.pluginmanager.has_plugin(
-                "dsession"):
+        if session.config.pluginmanager.has_plugin("dsession"):
+            return
+        if session.config.option.collectonly:
+            self.announce()
             return
         from limbo_plugin.agents.registry import AgentPlan
 
-        require_ready({AgentPlan.of(i.episode.config.agent, i.episode.config.condition,
-                                    i.model_options)
-                       for i in session.items if isinstance(i, EpisodeItem)})
+        counted: Counter[AgentPlan] = Counter(
+            AgentPlan.of(i.episode.config.agent, i.episode.config.condition, i.model_options)
+            for i in session.items if isinstance(i, EpisodeItem))
+        plans = set(counted)
+        require_ready(plans)
+        self.preflight(plans)
+        self.announce()
+        self.print_plan(counted)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         if not ids and self.limbo.config.option.keyword:  # every worker collects the same
             self.run.keyword_selected_nothing = True
         if self.checked_agents or self.specs.registry is None:
+            if not self.checked_agents:
+                self.announce()
             return  # checked once; a broken spec tree is reported by its error item
         self.checked_agents = True
-        from limbo_plugin.experiments import plans_of_items
+        from limbo_plugin.experiments import counted_plans
 
         root = Path(str(self.limbo.config.rootpath))
-        require_ready(plans_of_items(ids, root, self.specs.registry, self.settings.overrides,
-                                     self.specs.defaults, self.settings.model_options))
+        counted = counted_plans(ids, root, self.specs.registry, self.settings.overrides,
+                                self.specs.defaults, self.settings.model_options)
+        plans = set(counted)
+        require_ready(plans)
+        self.preflight(plans)
+        self.announce()
+        self.print_plan(counted)
+
+    def print_plan(self, counted: Counter[AgentPlan]) -> None:
+        """Before a model-backed run: its plan line per model agent (episodes, model calls,
+        tokens, estimated cost, as ``limbo plan`` estimates them) and the budget."""
+        from limbo_plugin.plugin.terminal import plan_lines
+
+        per_agent: Counter[str] = Counter()
+        for plan, count in counted.items():
+            per_agent[plan.agent] += count
+        reporter = self.limbo.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        for line in plan_lines(per_agent, self.settings.cost_limit, len(self.run.done)):
+            reporter.write_line(line, yellow=True)
+
+    def preflight(self, plans: set[AgentPlan]) -> None:
+        """One real request per model endpoint of ``plans`` before the first episode
+        (:mod:`limbo_plugin.agents.preflight`); a failure stops the run with one line and the
+        infrastructure exit status. Off with ``--limbo-preflight=off``, and when a cassette
+        replays every answer; nothing to ask when every episode is already recorded."""
+        settings = self.settings
+        if not settings.preflight or settings.agent_options.cassette_mode == "replay":
+            return
+        if self.run.done and all(
+                identity in self.run.done for identity in self.run.selected):
+            return
+        from limbo_plugin.agents.preflight import preflight
+
+        problem = preflight(plans)
+        if problem is not None:
+            self.run.stopped_for_errors = f"limbo: {problem}"
+            pytest.exit(self.run.stopped_for_errors, returncode=INFRASTRUCTURE_ERROR)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -310,6 +390,8 @@ class LimboController:
         self.run.stopped_early = interrupted or bool(session.shouldstop or session.shouldfail)
         if self.run.gate is not None:
             apply_gate(session, self.limbo, self.run.gate, exitstatus)
+        if infrastructure_failed(self.run, exitstatus):
+            session.exitstatus = INFRASTRUCTURE_ERROR
         if self.settings.collects_specs and not session.config.option.collectonly:
             from limbo_plugin.report.runs import log_run
 
@@ -349,8 +431,32 @@ def require_ready(plans: set[AgentPlan]) -> None:
         raise pytest.UsageError(str(exc)) from None
 
 
+def stop_session(session: pytest.Session | None, config: pytest.Config, reason: str) -> None:
+    """Stop starting episodes, serially or under pytest-xdist (whose controller loop reads its
+    own ``shouldstop``); pytest prints ``reason`` as the run's last line."""
+    if session is not None:
+        session.shouldstop = reason
+    dsession = config.pluginmanager.get_plugin("dsession")
+    if dsession is not None and not getattr(dsession, "shouldstop", False):
+        dsession.shouldstop = reason
+
+
+def infrastructure_failed(run: RunState, exitstatus: int) -> bool:
+    """Whether the run ends with :data:`INFRASTRUCTURE_ERROR`: the preflight or
+    ``--limbo-max-errors`` stopped it, or an episode of this run ended in an infrastructure
+    error (unless the user interrupted it or Limbo could not write its records, whose own
+    statuses stand)."""
+    if run.stopped_for_errors:
+        return True
+    if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR) or \
+            run.write_failed:
+        return False
+    return any(outcome.error is not None for outcome in run.outcomes.values())
+
+
 def apply_gate(session: pytest.Session, limbo: Limbo, gate: GateSpec,
                exitstatus: int) -> None:
+    from limbo_plugin.plugin.gate_results import report_checks
     from limbo_plugin.report.gate import run_gate
 
     run = limbo.run
@@ -358,8 +464,11 @@ def apply_gate(session: pytest.Session, limbo: Limbo, gate: GateSpec,
     result = run_gate(gate, run.all_outcomes(), family_order=limbo.specs.family_order,
                       baseline=baseline)
     run.gate_result = result
-    # With a gate, its verdict decides CI: episode failures alone no longer fail the run, but
-    # collection errors, infrastructure errors and interruptions still do.
+    assert limbo.settings.gate_path is not None
+    report_checks(session, limbo.settings.gate_path, result)
+    # With a gate, its verdict decides CI: the episodes are measurements that passed, and
+    # each check is a test result; collection errors and interruptions still fail the run
+    # (infrastructure errors have their own status, set after this).
     if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not _errors(session):
         session.exitstatus = pytest.ExitCode.OK if result.passed else pytest.ExitCode.TESTS_FAILED
     elif not result.passed:

@@ -77,6 +77,7 @@ class ExperimentFile(pytest.File):
         # One copy of the agent options per experiment file (its items share it).
         options = settings.agent_options.model_copy(update={"model_options": model_options})
         marks: dict[str | None, pytest.MarkDecorator] = {}  # one mark object per kind, shared
+        gated = settings.gate_path is not None
         for episode in episodes:
             labels = episode_labels(episode, registry)
             item = EpisodeItem.from_parent(self, name=episode.id, episode=episode,
@@ -84,7 +85,7 @@ class ExperimentFile(pytest.File):
                                            labels=labels)
             item.experiment = experiment.name
             item.arm = arms.get((episode.key, episode.config))
-            if labels.xfail_reason:
+            if labels.xfail_reason and not gated:  # with a gate, no episode fails the run
                 reason = labels.xfail_reason
                 if reason not in marks:
                     marks[reason] = pytest.mark.xfail(reason=reason, strict=False,
@@ -205,8 +206,23 @@ class EpisodeItem(pytest.Item):
             record.repeat, record.test_id = self.episode.repeat, self.episode.id
         record.experiment, record.arm = self.experiment, self.arm
         self.record, self.record_line = record_line(record)
+        if limbo.settings.is_worker:
+            self.stop_worker_on_errors(limbo, self.record.error)
         if self.record.error is not None:
             raise InfrastructureFailure(self.record.error)
+
+    def stop_worker_on_errors(self, limbo: Limbo, error: str | None) -> None:
+        """Under pytest-xdist each worker holds a queue of episodes the controller's stop would
+        let it finish: after ``--limbo-max-errors`` infrastructure errors in a row it stops
+        taking them itself (pytest-xdist passes its ``shouldstop`` on to the controller)."""
+        run, limit = limbo.run, limbo.settings.max_errors
+        run.consecutive_errors = run.consecutive_errors + 1 if error else 0
+        if limit and run.consecutive_errors >= limit and not self.session.shouldstop:
+            cause = (error or "").strip().splitlines()[0][:300]
+            self.session.shouldstop = (
+                f"limbo: stopped after {run.consecutive_errors} consecutive infrastructure "
+                f"errors (--limbo-max-errors {limit}); the last: {cause}. Finished episodes are "
+                "recorded; fix the cause and continue with --limbo-resume")
 
     def abandoned(self, record: EpisodeRecord) -> None:
         """The episode would not stop at its time limit and its process is about to end (the
@@ -248,6 +264,17 @@ class EpisodeItem(pytest.Item):
         if allure_report.enabled(self.config):  # in the call phase: allure owns setup's result
             allure_report.describe(record)
             allure_report.attach(record)
+        limbo: Limbo = self.config.stash[STATE]
+        if limbo.settings.gate_path is not None:
+            # The gate decides the run: the episode is a measurement, its verdict a property.
+            from limbo_plugin.plugin.gate_results import FAILURE_PROPERTY, VERDICT_PROPERTY
+
+            verdict = "passed" if record.passed else (
+                "expected failure" if record.expected_failure else "failed")
+            self.user_properties.append((VERDICT_PROPERTY, verdict))
+            if not record.passed:
+                self.user_properties.append((FAILURE_PROPERTY, record.failure_message()))
+            return
         if not record.passed:
             raise EpisodeFailure(record.failure_message())
 
@@ -288,6 +315,22 @@ def keep_shard(config: pytest.Config, limbo: Limbo, items: list[pytest.Item]) ->
                            shard.count)
     elsewhere = {id(item) for item, index in zip(episodes, shards, strict=True)
                  if index != shard.index}
+    if elsewhere:
+        config.hook.pytest_deselected(items=[i for i in items if id(i) in elsewhere])
+        items[:] = [i for i in items if id(i) not in elsewhere]
+
+
+def keep_sample(config: pytest.Config, limbo: Limbo, items: list[pytest.Item]) -> None:
+    """Deselect the episodes of worlds outside ``--limbo-sample`` (other items stay)."""
+    from limbo_plugin.sampling import sample_worlds
+
+    assert limbo.settings.sample is not None
+    episodes = [item for item in items if isinstance(item, EpisodeItem)]
+    if not episodes:
+        return
+    kept = sample_worlds((item.episode.key for item in episodes), limbo.settings.sample,
+                         limbo.specs.loaded_registry)
+    elsewhere = {id(item) for item in episodes if item.episode.key not in kept}
     if elsewhere:
         config.hook.pytest_deselected(items=[i for i in items if id(i) in elsewhere])
         items[:] = [i for i in items if id(i) not in elsewhere]

@@ -89,6 +89,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("limbo_provider_backoff", "--limbo-provider-backoff", "SECONDS",
            "base of the exponential backoff in seconds (default 1.0)",
            agent_field="provider_backoff_s"),
+    Option("limbo_preflight", "--limbo-preflight", "MODE",
+           "on (default): before the first episode, send one real one-token request to each "
+           "model endpoint the run will call, and stop (exit 10) if one does not answer; off"),
+    Option("limbo_max_errors", "--limbo-max-errors", "N",
+           "stop the run after N consecutive infrastructure errors (default 5; 0: never); "
+           "finished episodes stay recorded and --limbo-resume continues"),
+    Option("limbo_step_summary", "--limbo-step-summary", "MODE",
+           "on (default): when $GITHUB_STEP_SUMMARY is set (GitHub Actions), append the gate's "
+           "verdict and the family table to it as Markdown; off"),
     Option("limbo_episode_timeout", "--limbo-episode-timeout", "SECONDS",
            "wall-clock limit of one episode in seconds, any agent (default 1800; 0: none); "
            "exceeding it is an infrastructure error"),
@@ -96,6 +105,9 @@ OPTIONS: tuple[Option, ...] = (
            "run shard K of N (K from 0) of the collected episodes: every world's episodes on "
            "one shard, balanced by expected cost; env:VAR/N reads K from $VAR (e.g. "
            "env:JOB_COMPLETION_INDEX/4)"),
+    Option("limbo_sample", "--limbo-sample", "N",
+           "a pilot: run N worlds (every configuration of each) of what -k/-m selected, "
+           "stratified over fault families and templates; N:SEED for another sample"),
     Option("limbo_progress", "--limbo-progress", "SECONDS|off",
            "seconds between live progress lines (default 10 on a terminal, 60 in a log; 0: "
            "after every episode; off: none)"),

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from limbo_plugin.report.outcomes import Outcome
     from limbo_plugin.report.record_files import CostMeter, RecordWriter
     from limbo_plugin.runconfig import RunConfig
+    from limbo_plugin.sampling import Sample
     from limbo_plugin.sharding import Shard
     from limbo_plugin.spec.registry import SpecRegistry
 
@@ -67,10 +68,17 @@ class Settings:
     """The run-configuration options given (``None``: not given), checked by :class:`Specs`."""
     model_options: Mapping[str, Any]
     shard: Shard | None
+    sample: Sample | None
     cost_limit: float | None
     episode_timeout: float | None
     repeat: int
     progress: str | None
+    preflight: bool
+    """Send one real request to each model endpoint before the first episode."""
+    max_errors: int
+    """Stop after this many consecutive infrastructure errors (0: never)."""
+    step_summary: bool
+    """Append the verdict and the family table to ``$GITHUB_STEP_SUMMARY`` when it is set."""
     agent_options: AgentOptions
 
 
@@ -114,6 +122,7 @@ def settings_from(config: pytest.Config) -> Settings:
     gate = option(config, "limbo_gate")
     model_options = parse_model_options(config.getoption("limbo_model_options") or [])
     shard = option(config, "limbo_shard")
+    sample = option(config, "limbo_sample")
     cost = option(config, "limbo_cost_limit")
     progress = option(config, "limbo_progress")
     settings = Settings(
@@ -130,10 +139,16 @@ def settings_from(config: pytest.Config) -> Settings:
         overrides={name: option(config, name) for name in RUN_FIELDS},
         model_options=model_options,
         shard=_shard(shard) if shard else None,
+        sample=_sample(sample) if sample else None,
         cost_limit=_positive_float("--limbo-cost-limit", cost) if cost else None,
         episode_timeout=_time_limit(option(config, "limbo_episode_timeout")),
         repeat=_repeat(option(config, "limbo_repeat")),
         progress=progress,
+        preflight=_switch("--limbo-preflight", option(config, "limbo_preflight") or "on"),
+        max_errors=_count("--limbo-max-errors", option(config, "limbo_max_errors"),
+                          DEFAULT_MAX_ERRORS),
+        step_summary=_switch("--limbo-step-summary",
+                             option(config, "limbo_step_summary") or "on"),
         agent_options=parse_agent_options({
             **{opt.agent_field: option(config, opt.name) for opt in VALUED
                if opt.agent_field is not None},
@@ -254,6 +269,11 @@ class RunState:
     skips: dict[SkipReason, int] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     stopped_early: bool = False
+    consecutive_errors: int = 0
+    """Infrastructure errors in a row, as the episodes are reported (``--limbo-max-errors``)."""
+    stopped_for_errors: str | None = None
+    """Why the run stopped before its end on infrastructure errors (the preflight, or
+    ``--limbo-max-errors``): its exit status is then the infrastructure one."""
     sigterm_handler: Any = None
 
     def remember_done(self, outcomes: list[Outcome], *, keep: bool) -> None:
@@ -327,6 +347,12 @@ def _shard(raw: str) -> Shard:
     return Shard.parse(raw)
 
 
+def _sample(raw: str) -> Sample:
+    from limbo_plugin.sampling import Sample
+
+    return Sample.parse(raw)
+
+
 def _positive_float(name: str, raw: str) -> float:
     try:
         value = float(raw)
@@ -334,6 +360,29 @@ def _positive_float(name: str, raw: str) -> float:
         raise UsageError(f"{name} expects a number, got {raw!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise UsageError(f"{name} must be a positive number, got {raw!r}")
+    return value
+
+
+DEFAULT_MAX_ERRORS = 5
+"""``--limbo-max-errors``: consecutive infrastructure errors that stop the run."""
+
+
+def _switch(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("on", "off"):
+        raise UsageError(f"{name} expects on or off, got {raw!r}")
+    return value == "on"
+
+
+def _count(name: str, raw: str | None, default: int) -> int:
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{name} expects a whole number (0: never), got {raw!r}") from None
+    if not 0 <= value <= 1_000_000:
+        raise UsageError(f"{name} must be between 0 and 1000000, got {raw!r}")
     return value
 
 

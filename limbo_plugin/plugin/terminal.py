@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from limbo_plugin.report.record_files import shown_path
 
 if TYPE_CHECKING:
     from limbo_plugin.plugin.settings import Limbo
+    from limbo_plugin.report.outcomes import Outcome
 
 
 def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: int) -> None:
@@ -41,6 +43,12 @@ def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: i
 
 def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
     settings, run = limbo.settings, limbo.run
+    if not limbo.config.option.collectonly:
+        from limbo_plugin.plugin.step_summary import write_step_summary
+
+        problem = write_step_summary(limbo)
+        if problem:
+            run.late_notices.append(problem)
     for notice in run.late_notices:
         terminalreporter.write_line(f"limbo: {notice}", yellow=True)
     records = run.all_outcomes()
@@ -74,12 +82,14 @@ def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
                   yellow=True)
         else:
             write(f"{where} Summary: {shown_path(json_path)}, {shown_path(md_path)}")
+    for line in infrastructure_error_lines(run.outcomes.values()):
+        write(line, yellow=True)
     if run.baseline_path is not None and records:
         from limbo_plugin.report.compare import write_baseline_comparison
 
         write_baseline_comparison(terminalreporter, run.baseline, records,
                                   shown_path(run.baseline_path), families)
-    if run.rotated_to is not None:
+    if run.rotated_to is not None and run.writer is not None and run.writer.written:
         write(f"The previous records are kept in {shown_path(run.rotated_to)} "
               f"(`limbo runs {shown_path(settings.records_path)}` lists every run).")
     skipped_for_cost = run.skips.get(SkipReason.COST_LIMIT, 0)
@@ -91,6 +101,60 @@ def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
         for i, line in enumerate(run.gate_result.lines()):
             color = {"green": True} if run.gate_result.passed else {"red": True}
             write(line, **(color if i == 0 else {}))
+
+
+def infrastructure_error_lines(outcomes: Iterable[Outcome], shown: int = 5) -> list[str]:
+    """This run's infrastructure errors grouped by cause (the first line of each), most
+    frequent first: printed whatever ``--tb`` says, since with ``--tb=no`` nothing else would
+    say why the episodes did not run."""
+    causes = Counter((o.error or "").strip().splitlines()[0][:300] if (o.error or "").strip()
+                     else "(no message)" for o in outcomes if o.error is not None)
+    if not causes:
+        return []
+    total = sum(causes.values())
+    lines = [f"Infrastructure errors: {total} episode(s), by cause (fix it, then re-run them "
+             "with --limbo-resume):"]
+    ranked = sorted(causes.items(), key=lambda item: (-item[1], item[0]))
+    lines += [f"  {count} × {cause}" for cause, count in ranked[:shown]]
+    if len(ranked) > shown:
+        rest = sum(count for _, count in ranked[shown:])
+        lines.append(f"  {rest} × {len(ranked) - shown} other cause(s) (limbo show <episode id>)")
+    return lines
+
+
+def plan_lines(per_agent: Mapping[str, int], cost_limit: float | None,
+               already_recorded: int = 0) -> list[str]:
+    """The plan of a model-backed run, one line per model agent — its episodes, model calls,
+    tokens and estimated cost (``limbo plan``'s estimate from the paper's figures) — and the
+    budget (``--limbo-cost-limit``) it is held to; nothing for scripted runs."""
+    from limbo_plugin.report.plan import COMPLETION_SHARE, budget
+
+    rows = [budget(agent, count, None, COMPLETION_SHARE)
+            for agent, count in sorted(per_agent.items())
+            if agent.split(":", 1)[0] in ("litellm", "harness")]
+    if not rows:
+        return []
+    lines = []
+    for row in rows:
+        calls = "?" if row.model_calls is None else f"~{row.model_calls:,.0f}"
+        tokens = "?" if row.tokens is None else f"~{row.tokens:,.0f}"
+        cost = "cost unknown" if row.cost_usd is None else f"~${row.cost_usd:,.2f}"
+        note = f" ({row.note})" if row.note else ""
+        resumed = f", fewer those already recorded ({already_recorded})" if already_recorded \
+            else ""
+        lines.append(f"limbo: plan: {row.agent}: {row.episodes} episode(s){resumed}, {calls} "
+                     f"model calls, {tokens} tokens, {cost}{note}")
+    known = sum(r.cost_usd for r in rows if r.cost_usd is not None)
+    if cost_limit is not None:
+        over = " — the estimate is above it: the run will stop short" if known > cost_limit \
+            else ""
+        lines.append(f"limbo: budget: --limbo-cost-limit ${cost_limit:g} stops starting episodes "
+                     f"once the recorded cost reaches it{over}")
+    else:
+        lines.append("limbo: budget: none (--limbo-cost-limit USD sets one; estimates from the "
+                     "paper's figures, `limbo plan --cassette RECORDS` from a pilot "
+                     "(--limbo-sample N))")
+    return lines
 
 
 def hint_if_keyword_selects_nothing(terminalreporter: Any, limbo: Limbo) -> None:

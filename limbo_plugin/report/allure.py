@@ -55,6 +55,32 @@ def attach(record: EpisodeRecord) -> None:
                       attachment_type=allure.attachment_type.JSON)
 
 
+def gate_check(gate: str, name: str, passed: bool, detail: str) -> None:
+    """A gate's check as an Allure test result (``limbo`` suite, ``gate`` feature), written by
+    allure-pytest's own result writer: the check is judged after the last episode, outside any
+    test Allure follows."""
+    if allure is None:
+        return
+    import hashlib
+    import time
+    import uuid
+
+    from allure_commons import plugin_manager
+    from allure_commons.model2 import Label, Status, StatusDetails, TestResult
+
+    now = int(time.time() * 1000)
+    full_name = f"gate {gate}: {name}"
+    history = hashlib.sha256(full_name.encode()).hexdigest()[:32]  # the same check, run to run
+    result = TestResult(
+        uuid=str(uuid.uuid4()), name=name, fullName=full_name, historyId=history,
+        testCaseId=history,
+        status=Status.PASSED if passed else Status.FAILED,
+        statusDetails=StatusDetails(message=detail), description=detail, start=now, stop=now,
+        labels=[Label(name="suite", value=f"gate {gate}"), Label(name="feature", value="gate"),
+                Label(name="framework", value="limbo")])
+    plugin_manager.hook.report_result(result=result)
+
+
 class AllureUnavailable(LimboError):
     """``limbo allure`` cannot run: no results, or no ``npx`` to fetch Allure with."""
 

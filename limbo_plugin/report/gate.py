@@ -94,7 +94,8 @@ class GateResult:
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.checks)
+        """Every check passed, and there was at least one: a gate never passes on nothing."""
+        return bool(self.checks) and all(c.passed for c in self.checks)
 
     def lines(self) -> list[str]:
         verdict = "PASSED" if self.passed else "FAILED"
@@ -134,6 +135,12 @@ def run_gate(gate: GateSpec, records: Sequence[GradedEpisode], *,
         result.checks.append(Check("episodes", False, "no episode was recorded", judged=False))
         return result
     summary = summarize(records, family_order=family_order)
+    if not summary.groups:  # every episode ended in an infrastructure error
+        result.checks.append(Check(
+            "episodes", False, f"no graded episode: all {summary.errors} recorded episode(s) "
+            "ended in an infrastructure error; fix its cause and re-run them with "
+            "--limbo-resume", judged=False))
+        return result
     result.checks += evaluate_thresholds(gate, summary)
     if baseline is not None:
         result.checks += compare_with_baseline(gate.baseline, records, baseline)

@@ -105,12 +105,48 @@ def add_parser(sub: Any) -> Any:
     plan.add_argument("--completion-share", type=float, default=COMPLETION_SHARE,
                       help=f"share of tokens that are completion tokens (default "
                       f"{COMPLETION_SHARE})")
+    plan.add_argument("-k", dest="keyword", metavar="EXPRESSION", default=None,
+                      help="only the episodes pytest's -k EXPRESSION selects (as the run will)")
+    plan.add_argument("-m", dest="markexpr", metavar="MARKEXPR", default=None,
+                      help="only the episodes pytest's -m MARKEXPR selects (families, classes)")
+    plan.add_argument("--sample", metavar="N", default=None,
+                      help="only the pilot --limbo-sample N (or N:SEED) would run")
     plan.add_argument("--cassette", metavar="PATH", default=None,
                       help="estimate from your own run instead of the paper: its records file "
                       "(--limbo-records; calls and tokens per episode and fault mode), a folder "
                       "of records files, or its cassette directory (--limbo-cassette; tokens "
                       "per call)")
     return plan
+
+
+def selected_ids(args: argparse.Namespace, specs: Any) -> set[str]:
+    """The ids of the episodes a run with ``-k``, ``-m`` and ``--limbo-sample`` would collect:
+    asked of pytest itself (``--collect-only`` in a subprocess, in an empty directory), so the
+    plan selects exactly as the run will."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from limbo_plugin.errors import UsageError
+
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+               f"--limbo-specs={specs}", "--experiment", args.experiment]
+    if args.agent:
+        command += ["--agent", args.agent]
+    if args.keyword:
+        command += ["-k", args.keyword]
+    if args.markexpr:
+        command += ["-m", args.markexpr]
+    if args.sample:
+        command.append(f"--limbo-sample={args.sample}")
+    with tempfile.TemporaryDirectory(prefix="limbo-plan-") as empty:
+        done = subprocess.run(command, cwd=empty, capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 5):
+        lines = [line.removeprefix("ERROR: ") for line in
+                 (done.stderr + "\n" + done.stdout).splitlines() if line.startswith("ERROR: ")]
+        raise UsageError(lines[0] if lines else f"selecting the episodes failed (pytest "
+                         f"--collect-only exited {done.returncode})")
+    return {line.rpartition("::")[2] for line in done.stdout.splitlines() if "::" in line}
 
 
 def run_command(args: argparse.Namespace, registry: Any) -> int:
@@ -131,6 +167,9 @@ def run_command(args: argparse.Namespace, registry: Any) -> int:
         check_agent(args.agent, installed=False)
     overrides = {"agent": args.agent} if args.agent else {}
     episodes = experiment.episodes(registry, overrides, RunConfig())
+    if args.keyword or args.markexpr or args.sample:
+        chosen = selected_ids(args, registry.root)
+        episodes = [e for e in episodes if e.id in chosen]
     modes: dict[str, list[str]] = {}
     for episode in episodes:
         modes.setdefault(episode.config.agent, []).append(episode.key.fault_mode)
@@ -140,7 +179,10 @@ def run_command(args: argparse.Namespace, registry: Any) -> int:
     else:
         rows = [measured_budget(agent, m, usage, args.tokens_per_episode, args.completion_share)
                 for agent, m in sorted(modes.items())]
-    print(f"Experiment {experiment.name}: {len(episodes)} episode(s).")
+    selection = " ".join(f"{flag} {value!r}" for flag, value in (
+        ("-k", args.keyword), ("-m", args.markexpr), ("--sample", args.sample)) if value)
+    print(f"Experiment {experiment.name}: {len(episodes)} episode(s)"
+          + (f" selected by {selection}." if selection else "."))
     for row in rows:
         calls = "—" if row.model_calls is None else f"{row.model_calls:,.0f}"
         tokens = "—" if row.tokens is None else f"{row.tokens:,.0f}"

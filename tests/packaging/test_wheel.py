@@ -35,18 +35,43 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
+def outer_site_packages() -> list[str]:
+    """Where the running interpreter's packages are: its venv's when it runs in one."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
+
+
+def test_the_dependencies_come_from_the_running_interpreter() -> None:
+    """Inside a virtualenv, the packages the suite was installed into are the venv's."""
+    import fastjsonschema
+
+    assert any(Path(fastjsonschema.__file__).is_relative_to(path)
+               for path in outer_site_packages())
+    if sys.prefix != sys.base_prefix:
+        assert all(Path(path).is_relative_to(sys.prefix) for path in outer_site_packages())
+
+
 @pytest.fixture(scope="module")
 def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bin/ folder of a new venv holding that wheel.
 
     The venv sees this interpreter's packages for the dependencies (downloading them again
     would cost minutes and test PyPI, not the wheel); Limbo itself must come from the wheel,
-    which is checked."""
+    which is checked. "This interpreter's packages" are its own site-packages, listed in a
+    ``.pth`` file of the new venv: ``--system-site-packages`` would give the *base*
+    interpreter's, which from inside a virtualenv are not the ones the suite was installed
+    into (``No module named 'fastjsonschema'``)."""
     venv = tmp_path_factory.mktemp("wheel") / "venv"
-    made = _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                cwd=venv.parent)
+    made = _run([sys.executable, "-m", "venv", str(venv)], cwd=venv.parent)
     assert made.returncode == 0, made.stderr[-3000:]
     python = str(venv / "bin" / "python")
+    site = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                cwd=venv.parent)
+    assert site.returncode == 0, site.stderr[-3000:]
+    (Path(site.stdout.strip()) / "_limbo_test_dependencies.pth").write_text(
+        "".join(f"{path}\n" for path in outer_site_packages()))
     pip = _run([python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], cwd=venv.parent)
     assert pip.returncode == 0, pip.stderr[-3000:]
     where = _run([python, "-c", "import limbo_plugin; print(limbo_plugin.__file__)"],

@@ -16,6 +16,8 @@ import yaml
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORKFLOW = EXAMPLES / "github-actions.yml"
+GATE_WORKFLOW = EXAMPLES / "github-actions-gate.yml"
+RELEASE_WORKFLOW = EXAMPLES.parent / ".github" / "workflows" / "release.yml"
 MANIFEST = EXAMPLES / "k8s-indexed-job.yaml"
 
 
@@ -53,12 +55,14 @@ def step(job: dict[str, Any], name_start: str) -> str:
     return str(found[0])
 
 
-def test_the_workflow_is_valid_against_the_github_schema() -> None:
+@pytest.mark.parametrize("path", [WORKFLOW, GATE_WORKFLOW, RELEASE_WORKFLOW],
+                         ids=lambda p: p.name)
+def test_the_workflow_is_valid_against_the_github_schema(path: Path) -> None:
     # Part of the dev extra: a missing checker fails here rather than skipping the check.
     if importlib.util.find_spec("check_jsonschema") is None:
         pytest.fail("check-jsonschema is not installed: pip install '.[dev]'")
     result = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
-                             "vendor.github-workflows", str(WORKFLOW)],
+                             "vendor.github-workflows", str(path)],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -93,6 +97,65 @@ def test_the_workflows_commands_shard_merge_and_gate(project: pytest.Pytester) -
     gate = shell(step(report, "Release gate"), project.path)
     assert gate.returncode in (0, 1) and "Limbo gate 'release'" in gate.stdout
     assert records(project.path / "reports" / "episodes.jsonl") == unsharded(project)
+
+
+def junit_counts(path: Path) -> tuple[int, int, list[str]]:
+    """Tests, failures and the names of the failed cases of a JUnit file."""
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None
+    failed = [c.attrib["name"] for c in suite.iter("testcase") if c.find("failure") is not None]
+    return int(suite.attrib["tests"]), int(suite.attrib["failures"]), failed
+
+
+@pytest.mark.slow
+def test_the_gate_workflow_fails_a_pull_request_that_regresses_against_mains_baseline(
+        project: pytest.Pytester) -> None:
+    flow = yaml.safe_load(GATE_WORKFLOW.read_text())
+    job = flow["jobs"]["gate"]
+    gate = step(job, "Run and gate")
+    env = {name: str(value) for name, value in flow["env"].items()}
+    summary = project.path / "step-summary.md"
+    # A push to main, with no baseline yet: judged on the thresholds alone; its records are
+    # what the workflow keeps as main's baseline artifact.
+    main_run = shell(gate, project.path, **env, GITHUB_STEP_SUMMARY=str(summary))
+    assert main_run.returncode == 0, main_run.stdout[-3000:] + main_run.stderr[-2000:]
+    assert "not worse than baseline" not in main_run.stdout
+    upload = [s for s in job["steps"] if s.get("name", "").startswith("Keep main's records")]
+    assert upload[0]["with"]["path"] == "reports/episodes.jsonl"
+    assert upload[0]["with"]["name"] in step(job, "Main's baseline")
+    (project.path / "baseline").mkdir()
+    (project.path / "reports" / "episodes.jsonl").replace(
+        project.path / "baseline" / "episodes.jsonl")
+    # A pull request whose agent regressed: the gate fails, and JUnit says so, check by check.
+    regressed = shell(gate, project.path, **{**env, "AGENT": "scripted:blind_retry"},
+                      GITHUB_STEP_SUMMARY=str(summary))
+    assert regressed.returncode == 1, regressed.stdout[-3000:] + regressed.stderr[-2000:]
+    tests, failures, failed = junit_counts(project.path / "reports" / "junit.xml")
+    assert failures == len(failed) > 0 and tests > failures
+    assert "not worse than baseline [lost_ack] (passed)" in failed
+    assert all(not name.endswith("blind_retry") for name in failed), "episodes are measurements"
+    assert "## Limbo gate `release`: FAILED" in summary.read_text()
+    # The same agent as main's: the gate passes, and JUnit has no failure.
+    same = shell(gate, project.path, **env)
+    assert same.returncode == 0, same.stdout[-3000:]
+    assert junit_counts(project.path / "reports" / "junit.xml")[1] == 0
+    assert "ok   not worse than baseline [lost_ack]" in same.stdout
+
+
+def test_the_release_builds_checks_and_publishes_on_a_tag_with_trusted_publishing() -> None:
+    flow = yaml.safe_load(RELEASE_WORKFLOW.read_text())
+    on = flow[True] if True in flow else flow["on"]  # YAML 1.1 reads the key `on` as true
+    assert on["push"]["tags"] == ["v*"]
+    build = flow["jobs"]["build"]
+    assert "python -m build --sdist --wheel" in step(build, "Build")
+    assert "twine check --strict dist/*" in step(build, "Check")
+    publish = flow["jobs"]["publish"]
+    assert publish["needs"] == "build" and publish["if"] == "github.ref_type == 'tag'"
+    assert publish["permissions"] == {"id-token": "write"}, "trusted publishing, no token"
+    assert publish["steps"][-1]["uses"].startswith("pypa/gh-action-pypi-publish@")
+    assert "password" not in json.dumps(publish)
 
 
 # -- Kubernetes ----------------------------------------------------------------------------------

@@ -49,9 +49,13 @@ def test_litellm_agent_through_the_plugin_and_cassette_replay(project: pytest.Py
 def test_provider_failure_is_an_error_excluded_and_rerun(project: pytest.Pytester,
                                                          registry: SpecRegistry) -> None:
     with OpenAIServer(FailingModel()) as server:
+        # Past the preflight (which would stop the run before its first episode: its own test,
+        # tests/plugin/test_preflight.py), each episode meets the provider's error.
         failed = project.runpytest_subprocess(*SELECT, *model_args(server),
-                                              "--limbo-provider-retries", "2")
+                                              "--limbo-provider-retries", "2",
+                                              "--limbo-preflight=off")
         failed.assert_outcomes(errors=2)
+        assert failed.ret == 10, "an infrastructure error has its own exit status"
         assert "infrastructure error" in failed.stdout.str()
         assert "2 episode(s) ended in an infrastructure error" in failed.stdout.str()
         assert all(r["error"] for r in records(project))
@@ -72,7 +76,7 @@ def test_a_hung_provider_through_pytest_under_xdist_ends_with_an_error(
             "--experiment", "small", "-k", "ticket-timeout_late or charge_1-timeout_late",
             "-n", "2", "--agent", "litellm:openai/scripted",
             "--model-option", f"api_base={server.base_url}", "--model-option", "api_key=k",
-            "--limbo-episode-timeout", "2", timeout=300)
+            "--limbo-episode-timeout", "2", "--limbo-preflight=off", timeout=300)
     result.assert_outcomes(errors=2)
     assert "exceeded its wall-clock limit of 2 s" in result.stdout.str()
     assert "Traceback" not in result.stdout.str()

@@ -104,10 +104,12 @@ def test_baseline_previous_is_the_run_this_one_replaces(project: pytest.Pytester
 
 @pytest.mark.parametrize(("baseline", "message"), [
     ("missing.jsonl", "ERROR: --limbo-baseline: missing.jsonl: no such file; give a records "
-                      "file of an earlier run, or 'previous'"),
+                      "file of an earlier run, or 'previous', or run without "
+                      "--limbo-baseline (the gate's thresholds alone judge the run)"),
     ("specs", "ERROR: --limbo-baseline: specs: is a directory"),
     ("previous", "ERROR: --limbo-baseline previous: there is no previous run: "
-                 "reports/episodes.jsonl does not exist yet"),
+                 "reports/episodes.jsonl does not exist yet and its history/ is empty; "
+                 "run without --limbo-baseline"),
     ("empty.jsonl", "ERROR: --limbo-baseline: empty.jsonl holds no records"),
     ("garbage.jsonl", "ERROR: --limbo-baseline: garbage.jsonl:2: not an episode record"),
 ])
@@ -226,3 +228,17 @@ def test_the_family_table_ends_the_output_and_says_when_the_run_is_partial(
     # the third episode was interrupted before its outcome was reported, so it is not recorded
     assert ("PARTIAL: the run stopped early; the table covers the 2 episode(s) recorded so far. "
             "Re-run with --limbo-resume to finish it.") in stopped.stdout.str()
+
+
+def test_a_run_stopped_before_its_first_episode_says_nothing_moved(project: pytest.Pytester
+                                                                   ) -> None:
+    reports = project.path / "reports"
+    project.runpytest(*ONE_TEMPLATE)
+    kept = (reports / "episodes.jsonl").read_text()
+    # A harness that cannot run here (no gateway given) stops the run before its first episode.
+    stopped = project.runpytest(*ONE_TEMPLATE, "--agent", "harness:codex:gpt-5-mini")
+    assert stopped.ret == pytest.ExitCode.USAGE_ERROR
+    out = stopped.stdout.str() + stopped.stderr.str()
+    assert "moved to" not in out and "kept in" not in out, out[-2000:]
+    assert (reports / "episodes.jsonl").read_text() == kept, "nothing moved"
+    assert not (reports / "history").exists() or not any((reports / "history").iterdir())

@@ -54,3 +54,20 @@ def test_priced_and_unpriced_calls_give_a_lower_bound() -> None:
                                       "3 model call(s) of models with no known price are not "
                                       "counted.")
     assert usage_line(Summary(total=1)) == ""
+
+
+def test_an_agent_that_reports_tokens_without_a_cost_has_an_unknown_cost(
+        project: pytest.Pytester) -> None:
+    """Your own agent (the README's ``session.usage.add(prompt, completion)``) knows its tokens,
+    not their price: the summary says the cost is unknown, not $0.0000."""
+    (project.path / "tokens_only.py").write_text(
+        "from limbo_plugin.agents.scripted import ScriptedAgent\n"
+        "class TokensOnly:\n"
+        "    def run(self, session):\n"
+        "        session.usage.add(120, 30)\n"
+        "        ScriptedAgent('verify_first').run(session)\n")
+    project.syspathinsert()
+    result = project.runpytest(*SELECT, "--agent", "python:tokens_only:TokensOnly")
+    out = result.stdout.str()
+    assert "Model usage: 120 prompt + 30 completion tokens, cost unknown" in out, out[-2000:]
+    assert "$0.0000" not in out

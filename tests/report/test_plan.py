@@ -220,3 +220,20 @@ def test_a_cassette_and_a_token_figure_conflict(pilot: tuple[Path, Path],
     assert main(["plan", "--experiment", "e1", "--cassette", str(pilot[0]),
                  "--tokens-per-episode", "5000"]) == 2
     assert "--cassette and --tokens-per-episode" in capsys.readouterr().err
+
+
+def test_the_plan_selects_as_the_run_will_with_k_m_and_a_sample(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["plan", "--experiment", "default", "--agent", "litellm:openai/gpt-4o-mini"]
+    assert main([*args, "-k", "late_commit"]) == 0
+    late = capsys.readouterr().out
+    assert "Experiment default: 138 episode(s) selected by -k 'late_commit'." in late
+    assert "litellm:openai/gpt-4o-mini: 138 episodes" in late
+    assert main([*args, "-m", "lost_ack"]) == 0
+    assert "69 episode(s) selected by -m 'lost_ack'" in capsys.readouterr().out
+    assert main([*args, "-k", "late_commit", "--sample", "5"]) == 0
+    pilot = capsys.readouterr().out
+    assert "5 episode(s) selected by -k 'late_commit' --sample '5'" in pilot
+    assert "litellm:openai/gpt-4o-mini: 5 episodes, ~48 model calls" in pilot
+    assert main([*args, "-m", "not_a_marker and ("]) == 2
+    assert "Wrong expression passed to '-m': not_a_marker and (" in capsys.readouterr().err
