@@ -1,0 +1,57 @@
+"""``limbo guard`` in front of real servers tells the client only what happened: a write it did
+not send is never reported done, an ambiguous upstream failure is treated as one, a block is
+lifted only by an escalation that reached someone, and the upstream's answers pass unchanged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from realkit import drive_policy, proxy_command
+
+from limbo_plugin.conditions.vbr import BLOCKED
+
+
+def memory_entities(store: Path) -> list[str]:
+    """The entity names in server-memory's own store (its JSONL file)."""
+    if not store.exists():
+        return []
+    rows = [json.loads(line) for line in store.read_text().splitlines() if line.strip()]
+    return [r["name"] for r in rows if r.get("type") == "entity"]
+
+
+def _seed(store: Path, name: str) -> None:
+    store.write_text(json.dumps({"type": "entity", "name": name, "entityType": "person",
+                                 "observations": []}) + "\n")
+
+
+def _entity(name: str) -> dict:
+    return {"name": name, "entityType": "person", "observations": []}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", ["existing_first", "new_first"])
+def test_a_batch_partly_present_is_never_reported_done(order, tmp_path, memory,
+                                                       memory_verify) -> None:
+    """A batch whose rows the read-back finds only in part (one existed before, the call never
+    arrived) is not answered as if it took effect: the guard sends the missing rows or says it
+    cannot tell; the client never hears 'done' for an entity the store lacks."""
+    server, env = memory
+    store = Path(env["MEMORY_FILE_PATH"])
+    _seed(store, "Old")
+    rows = [_entity("Old"), _entity("New")]
+    if order == "new_first":
+        rows.reverse()
+    behind = proxy_command("timeout_pre", tmp_path / "proxy.jsonl", server,
+                           "--config", str(memory_verify))
+    guard = ["python", "-m", "limbo_plugin.cli", "guard", "--config", str(memory_verify),
+             "--", *behind]
+    done = drive_policy("blind_retry", guard, [("create_entities", {"entities": rows})],
+                        env=env)
+    answers = [answer for name, _, answer in done.calls if name == "create_entities"]
+    assert len(answers) >= 2 and answers[0].error_type == "timeout"
+    retry = answers[1]
+    if "New" not in memory_entities(store):  # not created: the client must not hear it was
+        assert retry.is_error and retry.error_type == BLOCKED, retry.text()
+    assert "AssertionError" not in retry.text()
