@@ -149,8 +149,12 @@ class VerifyBeforeRetry(Middleware):
     def call(self, call: ToolCall) -> ToolResult:
         if call.origin != "agent":
             return self.inner.call(call)
-        if call.name == "escalate_to_human":
-            self.last_escalation = self.env.now
+        if call.name == "escalate_to_human":  # only an escalation that reached someone counts
+            asked = self.env.now
+            answer = self.inner.call(call)
+            if not answer.is_error:
+                self.last_escalation = asked
+            return answer
         definition = self.definition(call)
         if definition is None or not is_non_idempotent_write(definition):
             return self.inner.call(call)

@@ -55,3 +55,42 @@ def test_a_batch_partly_present_is_never_reported_done(order, tmp_path, memory,
     if "New" not in memory_entities(store):  # not created: the client must not hear it was
         assert retry.is_error and retry.error_type == BLOCKED, retry.text()
     assert "AssertionError" not in retry.text()
+
+
+async def _calls(command: list[str], env: dict[str, str], calls: list[tuple[str, dict]]
+                 ) -> list:
+    """The MCP answers to ``calls`` made in order by the SDK's client on one session."""
+    from limbo_plugin.realmcp.upstream import Upstream, connect
+
+    upstream = Upstream(command=tuple(command), env=env)
+    answers = []
+    async with connect(upstream) as client:
+        for name, arguments in calls:
+            answers.append(await client.call_tool(name, arguments))
+    return answers
+
+
+def call_in_order(command: list[str], env: dict[str, str], calls: list[tuple[str, dict]]
+                  ) -> list:
+    import anyio
+
+    return anyio.run(_calls, command, env, calls)
+
+
+def _text(answer) -> str:
+    return "\n".join(getattr(b, "text", "") for b in answer.content)
+
+
+@pytest.mark.slow
+def test_a_failed_escalation_does_not_lift_the_block(tmp_path, memory) -> None:
+    """The server lists no escalate_to_human: calling it fails, and the next identical retry of
+    the unverifiable write is still refused (it would duplicate)."""
+    server, env = memory
+    behind = proxy_command("timeout_post", tmp_path / "proxy.jsonl", server)
+    guard = ["python", "-m", "limbo_plugin.cli", "guard", "--", *behind]
+    write = ("create_entities", {"entities": [_entity("Ada")]})
+    first, escalated, retry = call_in_order(
+        guard, env, [write, ("escalate_to_human", {"reason": "unknown outcome"}), write])
+    assert first.is_error and escalated.is_error
+    assert retry.is_error and BLOCKED in _text(retry), _text(retry)
+    assert memory_entities(Path(env["MEMORY_FILE_PATH"])) == ["Ada"]
