@@ -118,6 +118,8 @@ class UpstreamTransport:
                               f"{self.timeout_s:g}s")
         except UpstreamError as exc:  # one line: the call and the status it was refused with
             # without the server's address, which is the operator's (a URL may carry a secret)
+            if exc.ambiguous:  # a 5xx: the server may have committed before it failed
+                return tool_error("upstream", exc.problem, status=exc.status)
             if UNREADABLE_ANSWER in exc.problem:  # it was forwarded: say what came back
                 return tool_error("upstream", exc.problem)
             return tool_error("upstream", f"the call could not be forwarded: {exc.problem}")

@@ -37,9 +37,17 @@ class UpstreamError(Exception):
     :attr:`problem` is the line without the server (its command or URL), for a message that
     should not show where the server is."""
 
-    def __init__(self, server: str, problem: str) -> None:
+    def __init__(self, server: str, problem: str, *, status: int | None = None) -> None:
         super().__init__(f"{server}: {problem}")
         self.problem = problem
+        self.status = status
+        """The HTTP status the endpoint refused the failing request with, if it did."""
+
+    @property
+    def ambiguous(self) -> bool:
+        """Whether the request may have run: the endpoint answered a 5xx (it may have
+        committed before failing), as opposed to a refusal before anything ran."""
+        return self.status is not None and self.status >= 500
 
 
 @dataclass
@@ -222,7 +230,7 @@ async def requesting(client: Any, upstream: Upstream, doing: str) -> AsyncIterat
         status = answers.first_since(mark) if answers else None
         why = (describe(exc) if status is None
                else http_refusal(status, upstream.headers, exc, connected=True))
-        raise UpstreamError(upstream.describe(), f"{doing}: {why}") from None
+        raise UpstreamError(upstream.describe(), f"{doing}: {why}", status=status) from None
 
 
 def _failure(upstream: Upstream, exc: BaseException, status: int | None, errlog: Any) -> str:

@@ -94,3 +94,19 @@ def test_a_failed_escalation_does_not_lift_the_block(tmp_path, memory) -> None:
     assert first.is_error and escalated.is_error
     assert retry.is_error and BLOCKED in _text(retry), _text(retry)
     assert memory_entities(Path(env["MEMORY_FILE_PATH"])) == ["Ada"]
+
+
+def test_an_http_500_from_the_upstream_is_ambiguous_to_the_guard() -> None:
+    """A streamable-HTTP upstream that answers a call with HTTP 500 may have committed: the
+    guard says the outcome is unknown and refuses the blind retry of a write it cannot verify,
+    so the upstream sees one call, not two."""
+    from realkit import mcp_stub
+
+    seen: list[str] = []
+    with mcp_stub(refuse={"tools/call": 500}, seen=seen) as url:
+        guard = ["python", "-m", "limbo_plugin.cli", "guard", "--url", url]
+        first, retry = call_in_order(guard, {}, [("echo", {"text": "hi"})] * 2)
+    assert first.is_error and "500" in _text(first) and "unknown" in _text(first)
+    assert "could not be forwarded" not in _text(first)
+    assert retry.is_error and BLOCKED in _text(retry), _text(retry)
+    assert seen.count("tools/call") == 1
