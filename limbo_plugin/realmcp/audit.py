@@ -13,7 +13,9 @@ write is retry-safe or has a read-back (what the paper's guard needs to protect 
 The ``verify`` field of a write is the read-back query ``limbo guard`` runs: the reader's
 parameters filled from the write's arguments of the same name, and the write's scalar arguments
 to look for in what it returns. Where no query can be built by name it is null; edit it in the
-guard's config.
+guard's config. A query built by names is a guess (``verify_checked: false``): the guard does not
+trust it, and says it cannot verify, until a person has checked it (and deleted the field or set
+it true) or ``limbo audit --probe`` found that it sees what the write made.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class ToolAudit:
     def as_json(self) -> dict[str, Any]:
         return {"tool": self.tool, "writes": self.writes, "idempotent": self.idempotent,
                 "key": self.key, "read_back": self.read_back, "verify": self.verify,
+                "verify_checked": False if self.verify is not None else None,
                 "consistency": self.consistency, "lag_s": self.lag_s,
                 "retry_safe": self.retry_safe, "advice": self.advice,
                 "evidence": self.evidence}

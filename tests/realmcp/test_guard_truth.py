@@ -110,3 +110,27 @@ def test_an_http_500_from_the_upstream_is_ambiguous_to_the_guard() -> None:
     assert "could not be forwarded" not in _text(first)
     assert retry.is_error and BLOCKED in _text(retry), _text(retry)
     assert seen.count("tools/call") == 1
+
+
+def sqlite_tables(db: Path) -> list[str]:
+    """The tables in mcp-server-sqlite's own database file."""
+    import sqlite3
+
+    with sqlite3.connect(db) as connection:
+        return [r[0] for r in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+
+
+@pytest.mark.slow
+def test_a_guessed_read_back_is_not_trusted(tmp_path, sqlite_db) -> None:
+    """The audit's verify for create_table (list_tables, matched on the query's text) never
+    finds a table: trusted, it 'verifies absent', re-sends, and the server's 'already exists'
+    tells the client a write that took effect failed. Unchecked, the guard blocks instead."""
+    server, db = sqlite_db
+    behind = proxy_command("timeout_post", tmp_path / "proxy.jsonl", server)
+    guard = ["python", "-m", "limbo_plugin.cli", "guard", "--", *behind]
+    write = ("create_table", {"query": "CREATE TABLE notes (id INTEGER PRIMARY KEY)"})
+    first, retry = call_in_order(guard, {}, [write, write])
+    assert first.is_error and "unknown" in _text(first)
+    assert retry.is_error and BLOCKED in _text(retry), _text(retry)
+    assert sqlite_tables(db) == ["notes"]
