@@ -7,8 +7,9 @@ in its result or ``"*"`` for any, ``per_item`` for a batch argument) and ``lag_s
 path's documented lag), and optionally ``intent`` (the arguments that make two calls the same
 intent; default: all but the key), ``batch`` (the list argument of a batch write, whose missing
 rows alone are re-sent) and ``noun`` (what it creates, for the guard's messages). A ``verify``
-marked ``verify_checked: false`` (the audit's guess from names) is not run: without a checked
-read-back the guard blocks an identical retry of an ambiguous write rather than guess. Tools the
+marked ``verify_checked: false`` and left as the audit guessed it from names is not run (an
+edited one is the user's): without a checked read-back the guard blocks an identical retry of an
+ambiguous write rather than guess. Tools the
 file does not name keep the audit's verdicts from the live listing. Top-level ``wait_tool``
 names an upstream tool that lets time pass (Limbo's sandbox has ``wait``; a real server does not
 need one: the guard sleeps).
@@ -92,8 +93,9 @@ def definitions(listed: list[Any], config: GuardConfig) -> dict[str, ToolDefinit
     from limbo_plugin.realmcp.rules import load_rules
 
     rows = Auditor([ListedTool.from_mcp(t) for t in listed], load_rules()).audit()
-    known = {**config_from_audit({"tools": [r.as_json() for r in rows]}).by_name(),
-             **config.by_name()}
+    guessed = config_from_audit({"tools": [r.as_json() for r in rows]}).by_name()
+    known = {**guessed, **{name: _edited(entry, guessed.get(name))
+                           for name, entry in config.by_name().items()}}
     out: dict[str, ToolDefinition] = {}
     for tool in listed:
         data = tool.model_dump(by_alias=True, exclude_none=True)
@@ -107,6 +109,15 @@ def definitions(listed: list[Any], config: GuardConfig) -> dict[str, ToolDefinit
                                    input_schema=schema, contract=contract_of(entry, schema),
                                    native_idempotency=contract_of(entry, schema).idempotency)
     return out
+
+
+def _edited(entry: GuardTool, guess: GuardTool | None) -> GuardTool:
+    """``entry`` as the user left it: a ``verify`` that differs from the audit's guess was
+    written by the user, and is theirs to trust, whatever ``verify_checked`` still says."""
+    if (entry.verify_checked is False and entry.verify is not None
+            and (guess is None or entry.verify != guess.verify)):
+        return entry.model_copy(update={"verify_checked": None})
+    return entry
 
 
 def contract_of(entry: GuardTool, schema: dict[str, Any]) -> ToolContract:

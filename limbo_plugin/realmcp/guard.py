@@ -31,6 +31,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, cast
 
+from limbo_plugin.conditions.annotate import NOTE_FIELD
 from limbo_plugin.realmcp.audit import command_after_dashes
 from limbo_plugin.realmcp.config import ConfigError, GuardConfig, definitions, load_config
 from limbo_plugin.realmcp.deep_answers import UNREADABLE_ANSWER
@@ -50,7 +51,7 @@ from limbo_plugin.server.serving import (
     command_main,
     serve,
 )
-from limbo_plugin.toolapi import ToolCall, ToolResult, tool_error
+from limbo_plugin.toolapi import ToolCall, ToolResult, canonical_json, tool_error
 
 DEFAULT_CALL_TIMEOUT_S = 300.0
 
@@ -102,10 +103,32 @@ class _ClockHolder:
 
 class UpstreamTransport:
     """The innermost caller: each call goes to the upstream server (from the guard's worker
-    thread into the event loop that owns the client)."""
+    thread into the event loop that owns the client).
+
+    The upstream's own answer to the client's latest call made in this thread is kept
+    (:meth:`answer_for`), so an answer the guard did not make up reaches the client unchanged:
+    images, audio, resources and ``structuredContent`` included.
+    """
 
     def __init__(self, client: Any, upstream: Upstream, timeout_s: float) -> None:
         self.client, self.upstream, self.timeout_s = client, upstream, timeout_s
+        self._answers = threading.local()
+
+    def forget(self) -> None:
+        """Start a client call: no upstream answer is known for it yet."""
+        self._answers.last = None
+
+    def answer_for(self, result: ToolResult) -> Any | None:
+        """The upstream's own MCP answer ``result`` was read from (a note the guard added
+        aside), or None when the guard made ``result`` up (a read-back's record, a refusal)."""
+        last = getattr(self._answers, "last", None)
+        if last is None:
+            return None
+        read, raw = last
+        mine = {k: v for k, v in result.content.items() if k != NOTE_FIELD}
+        if result.is_error == read.is_error and mine == read.content:
+            return raw
+        return None
 
     def call(self, call: ToolCall) -> ToolResult:
         import anyio.from_thread
@@ -125,7 +148,10 @@ class UpstreamTransport:
             return tool_error("upstream", f"the call could not be forwarded: {exc.problem}")
         except Exception as exc:
             return tool_error("upstream", f"the call could not be forwarded: {describe(exc)}")
-        return to_tool_result(result)
+        read = to_tool_result(result)
+        if call.origin == "agent":
+            self._answers.last = (read, result)
+        return read
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
         import anyio
@@ -135,8 +161,9 @@ class UpstreamTransport:
 
 
 def build(client: Any, upstream: Upstream, listed: list[Any], config: GuardConfig, *,
-          timeout_s: float, without: Sequence[str] = ()) -> Any:
-    """The guard's caller chain over ``client`` (the same assembly as ``--condition guard``)."""
+          timeout_s: float, without: Sequence[str] = ()) -> tuple[Any, UpstreamTransport]:
+    """The guard's caller chain over ``client`` (the same assembly as ``--condition guard``),
+    and its transport (which keeps the upstream's own answers)."""
     from limbo_plugin.conditions.base import HarnessEnv
     from limbo_plugin.conditions.guard import build_guard
 
@@ -144,7 +171,24 @@ def build(client: Any, upstream: Upstream, listed: list[Any], config: GuardConfi
     clock: Any = (UpstreamWaitClock(transport, config.wait_tool) if config.wait_tool
                   else WallClock())
     env = HarnessEnv(tools=definitions(listed, config), world=cast(Any, _ClockHolder(clock)))
-    return build_guard(transport, env, without=without)
+    return build_guard(transport, env, without=without), transport
+
+
+def passed_through(result: ToolResult, transport: UpstreamTransport) -> Any:
+    """What the client gets: the upstream's own answer unchanged where the guard did not make
+    one up, with the guard's note (if any) as one more text block; else the guard's answer as
+    one text block of canonical JSON."""
+    import mcp_types as types
+
+    raw = transport.answer_for(result)
+    if raw is None:
+        return to_mcp_result(result)
+    note = result.content.get(NOTE_FIELD)
+    if not isinstance(note, str):
+        return raw
+    block = types.TextContent(type="text", text=canonical_json({NOTE_FIELD: note}))
+    return raw.model_copy(update={"content": [*raw.content, block],
+                                  "is_error": result.is_error})
 
 
 async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
@@ -162,13 +206,15 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
         if unknown and not args.allow_missing:
             raise ConfigError(f"{args.config}: names tools the server does not list: "
                               f"{', '.join(unknown[:5])} (--allow-missing to go on)")
-        guard = build(client, upstream, tools, config, timeout_s=args.call_timeout,
-                      without=args.without)
+        guard, transport = build(client, upstream, tools, config,
+                                 timeout_s=args.call_timeout, without=args.without)
         lock = threading.Lock()  # one call at a time: the guard remembers what it sent
 
-        def guarded(name: str, arguments: Any) -> ToolResult:
+        def guarded(name: str, arguments: Any) -> Any:
             with lock:
-                return cast(ToolResult, guard.call(ToolCall(name=name, arguments=arguments)))
+                transport.forget()
+                result = cast(ToolResult, guard.call(ToolCall(name=name, arguments=arguments)))
+                return passed_through(result, transport)
 
         # Listed unchanged but for the output schema: an answer the guard makes up (a record
         # found by a read-back, a refusal) does not follow it, and clients reject such answers.
@@ -179,8 +225,7 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
 
         async def on_call(ctx: Any, params: Any) -> Any:
             arguments = {} if params.arguments is None else params.arguments
-            result = await anyio.to_thread.run_sync(guarded, params.name, arguments)
-            return to_mcp_result(result)
+            return await anyio.to_thread.run_sync(guarded, params.name, arguments)
 
         info = client.server_info
         server = Server(getattr(info, "name", None) or "limbo-guard",

@@ -134,3 +134,23 @@ def test_a_guessed_read_back_is_not_trusted(tmp_path, sqlite_db) -> None:
     assert first.is_error and "unknown" in _text(first)
     assert retry.is_error and BLOCKED in _text(retry), _text(retry)
     assert sqlite_tables(db) == ["notes"]
+
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                    "1f15c4890000000d49444154789c6360000002000185d4b1b50000000049454e44ae426082")
+
+
+@pytest.mark.slow
+def test_answers_pass_through_the_guard_unchanged(tmp_path, files) -> None:
+    """An image block and ``structuredContent`` reach the client as the server sent them."""
+    server, root = files
+    (root / "dot.png").write_bytes(PNG)
+    (root / "note.txt").write_text("hello\n")
+    calls = [("read_media_file", {"path": str(root / "dot.png")}),
+             ("read_text_file", {"path": str(root / "note.txt")})]
+    direct = call_in_order(server, {}, calls)
+    guard = ["python", "-m", "limbo_plugin.cli", "guard", "--", *server]
+    guarded = call_in_order(guard, {}, calls)
+    assert any(block.type == "image" for block in direct[0].content)
+    for bare, through in zip(direct, guarded, strict=True):  # the SDK's server adds a _meta
+        assert through.model_dump(exclude={"meta"}) == bare.model_dump(exclude={"meta"})
