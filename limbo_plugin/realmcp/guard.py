@@ -28,13 +28,14 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from limbo_plugin.conditions.annotate import NOTE_FIELD
 from limbo_plugin.realmcp.audit import command_after_dashes
 from limbo_plugin.realmcp.config import ConfigError, GuardConfig, definitions, load_config
 from limbo_plugin.realmcp.deep_answers import UNREADABLE_ANSWER
+from limbo_plugin.realmcp.relay import Relay
 from limbo_plugin.realmcp.results import to_mcp_result, to_tool_result
 from limbo_plugin.realmcp.upstream import (
     Upstream,
@@ -43,6 +44,7 @@ from limbo_plugin.realmcp.upstream import (
     connect,
     describe,
     list_tools,
+    requesting,
     upstream_from_args,
 )
 from limbo_plugin.server.serving import (
@@ -110,13 +112,17 @@ class UpstreamTransport:
     images, audio, resources and ``structuredContent`` included.
     """
 
-    def __init__(self, client: Any, upstream: Upstream, timeout_s: float) -> None:
+    def __init__(self, client: Any, upstream: Upstream, timeout_s: float,
+                 relay: Relay | None = None) -> None:
         self.client, self.upstream, self.timeout_s = client, upstream, timeout_s
+        self.relay = relay
         self._answers = threading.local()
 
-    def forget(self) -> None:
-        """Start a client call: no upstream answer is known for it yet."""
+    def forget(self, ctx: Any = None) -> None:
+        """Start a client call (its request context ``ctx``, to relay it as it was sent): no
+        upstream answer is known for it yet."""
         self._answers.last = None
+        self._answers.ctx = ctx
 
     def answer_for(self, result: ToolResult) -> Any | None:
         """The upstream's own MCP answer ``result`` was read from (a note the guard added
@@ -134,8 +140,9 @@ class UpstreamTransport:
         import anyio.from_thread
 
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        ctx = getattr(self._answers, "ctx", None) if call.origin == "agent" else None
         try:
-            result = anyio.from_thread.run(self._call, str(call.name), arguments)
+            result = anyio.from_thread.run(self._call, str(call.name), arguments, ctx)
         except TimeoutError:
             return tool_error("timeout", f"the upstream server did not answer within "
                               f"{self.timeout_s:g}s")
@@ -153,21 +160,30 @@ class UpstreamTransport:
             self._answers.last = (read, result)
         return read
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def _call(self, name: str, arguments: dict[str, Any], ctx: Any) -> Any:
         import anyio
+        import mcp_types as types
 
         with anyio.fail_after(self.timeout_s):  # a refusal names its HTTP status (one at a time)
-            return await call_tool(self.client, self.upstream, name, arguments)
+            if self.relay is None or ctx is None or not isinstance(ctx.params, Mapping):
+                return await call_tool(self.client, self.upstream, name, arguments)
+            # the client's own request, its arguments as the guard sends them (a pinned key):
+            # its progress, logs and the server's questions to the client flow as without a guard
+            params = {**dict(ctx.params), "name": name, "arguments": arguments}
+            async with requesting(self.client, self.upstream, f"calling {name}"):
+                raw = await self.relay.forward(ctx, "tools/call", params)
+            return types.CallToolResult.model_validate(raw, by_name=False)
 
 
 def build(client: Any, upstream: Upstream, listed: list[Any], config: GuardConfig, *,
-          timeout_s: float, without: Sequence[str] = ()) -> tuple[Any, UpstreamTransport]:
+          timeout_s: float, without: Sequence[str] = (), relay: Relay | None = None
+          ) -> tuple[Any, UpstreamTransport]:
     """The guard's caller chain over ``client`` (the same assembly as ``--condition guard``),
     and its transport (which keeps the upstream's own answers)."""
     from limbo_plugin.conditions.base import HarnessEnv
     from limbo_plugin.conditions.guard import build_guard
 
-    transport = UpstreamTransport(client, upstream, timeout_s)
+    transport = UpstreamTransport(client, upstream, timeout_s, relay)
     clock: Any = (UpstreamWaitClock(transport, config.wait_tool) if config.wait_tool
                   else WallClock())
     env = HarnessEnv(tools=definitions(listed, config), world=cast(Any, _ClockHolder(clock)))
@@ -197,7 +213,9 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
     from mcp.server.lowlevel import Server
 
     config = load_config(args.config)
-    async with connect(upstream) as client:
+    relay = Relay()
+    async with connect(upstream, callbacks=relay.client_callbacks()) as client:
+        relay.client = client
         tools = await list_tools(client, upstream)
         names = {t.name for t in tools}
         unknown = [t.tool for t in config.tools if t.tool not in names]
@@ -207,12 +225,13 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
             raise ConfigError(f"{args.config}: names tools the server does not list: "
                               f"{', '.join(unknown[:5])} (--allow-missing to go on)")
         guard, transport = build(client, upstream, tools, config,
-                                 timeout_s=args.call_timeout, without=args.without)
+                                 timeout_s=args.call_timeout, without=args.without,
+                                 relay=relay)
         lock = threading.Lock()  # one call at a time: the guard remembers what it sent
 
-        def guarded(name: str, arguments: Any) -> Any:
+        def guarded(name: str, arguments: Any, ctx: Any) -> Any:
             with lock:
-                transport.forget()
+                transport.forget(ctx)
                 result = cast(ToolResult, guard.call(ToolCall(name=name, arguments=arguments)))
                 return passed_through(result, transport)
 
@@ -225,12 +244,13 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
 
         async def on_call(ctx: Any, params: Any) -> Any:
             arguments = {} if params.arguments is None else params.arguments
-            return await anyio.to_thread.run_sync(guarded, params.name, arguments)
+            return await anyio.to_thread.run_sync(guarded, params.name, arguments, ctx)
 
         info = client.server_info
         server = Server(getattr(info, "name", None) or "limbo-guard",
                         version=getattr(info, "version", None) or "",
                         on_list_tools=on_list, on_call_tool=on_call)
+        server.middleware.append(relay.middleware)
         await serve(server, args.transport, label="limbo guard", host=args.host,
                     port=args.port, allow_remote=args.allow_remote,
                     token=args.bearer)

@@ -41,6 +41,7 @@ import yaml
 
 from limbo_plugin.realmcp.audit import Auditor, ListedTool, command_after_dashes
 from limbo_plugin.realmcp.config import ConfigError, load_config
+from limbo_plugin.realmcp.relay import Relay
 from limbo_plugin.realmcp.results import result_text
 from limbo_plugin.realmcp.rules import RulesError, load_rules
 from limbo_plugin.realmcp.upstream import (
@@ -49,6 +50,7 @@ from limbo_plugin.realmcp.upstream import (
     call_tool,
     connect,
     list_tools,
+    requesting,
     upstream_from_args,
 )
 from limbo_plugin.server.serving import (
@@ -129,9 +131,9 @@ class FaultProxy:
     def __init__(self, client: Any, tools: list[Any], *, mode: str, schedule: Schedule,
                  log: ProxyLog, late_delay_s: float, redelivery_after_s: float,
                  task_group: Any, writes: dict[str, bool], keys: dict[str, str | None],
-                 upstream: Upstream) -> None:
+                 upstream: Upstream, relay: Relay | None = None) -> None:
         self.client, self.tools, self.mode = client, tools, mode
-        self.upstream = upstream
+        self.upstream, self.relay = upstream, relay
         self.schedule, self.log = schedule, log
         self.late_delay_s, self.redelivery_after_s = late_delay_s, redelivery_after_s
         self.task_group = task_group
@@ -139,7 +141,7 @@ class FaultProxy:
         answer = fault_answer(mode)
         self.answer_text = canonical_json(answer) if answer is not None else None
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def call(self, name: str, arguments: dict[str, Any], ctx: Any = None) -> Any:
         import anyio
         import mcp_types as types
         from mcp.shared.exceptions import MCPError
@@ -152,8 +154,9 @@ class FaultProxy:
                   "key": arguments.get(key) if key else None,
                   "injected": self.mode if faulted else None}
         if not faulted:
-            result = await self._forward(name, arguments, common, "original", "server")
-            return result
+            if self.relay is not None and ctx is not None:  # as sent: progress, _meta and all
+                return await self._relayed(ctx, common)
+            return await self._forward(name, arguments, common, "original", "server")
         timeout = types.CallToolResult(
             content=[types.TextContent(type="text", text=self.answer_text or "")],
             is_error=True)
@@ -188,6 +191,30 @@ class FaultProxy:
             await self._forward(name, arguments, common, "original", saw)
         return timeout
 
+    async def _relayed(self, ctx: Any, common: dict[str, Any]) -> Any:
+        """The client's call relayed unchanged, its raw answer returned unchanged (logged)."""
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import INTERNAL_ERROR
+
+        assert self.relay is not None
+        try:
+            async with requesting(self.client, self.upstream, f"calling {common['tool']}"):
+                raw = await self.relay.forward(ctx, "tools/call", ctx.params)
+        except UpstreamError as exc:  # one line, as _forward's (a refusal names its status)
+            self.log.entry(**common, forwarded=True, delivery="original",
+                           server={"is_error": True, "failed": exc.problem},
+                           client_saw="server")
+            raise MCPError(code=INTERNAL_ERROR, message=exc.problem) from None
+        try:
+            text = result_text(types.CallToolResult.model_validate(raw, by_name=False))
+        except ValueError:
+            text = ""
+        self.log.entry(**common, forwarded=True, delivery="original",
+                       server={"is_error": bool(raw.get("isError")), "text": text[:500]},
+                       client_saw="server")
+        return raw
+
     async def _forward(self, name: str, arguments: dict[str, Any], common: dict[str, Any],
                        delivery: str, client_saw: str | None) -> Any:
         from mcp.shared.exceptions import MCPError
@@ -214,7 +241,9 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
     import mcp_types as types
     from mcp.server.lowlevel import Server
 
-    async with connect(upstream) as client:
+    relay = Relay()
+    async with connect(upstream, callbacks=relay.client_callbacks()) as client:
+        relay.client = client
         tools = await list_tools(client, upstream)
         rows = Auditor([ListedTool.from_mcp(t) for t in tools], load_rules(args.rules)).audit()
         writes = {r.tool: r.writes and not r.idempotent for r in rows}
@@ -239,18 +268,19 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
                                    late_delay_s=args.late_delay,
                                    redelivery_after_s=args.redelivery_after,
                                    task_group=group, writes=writes, keys=keys,
-                                   upstream=upstream)
+                                   upstream=upstream, relay=relay)
 
                 async def on_list(ctx: Any, params: Any) -> Any:
                     return types.ListToolsResult(tools=tools)
 
                 async def on_call(ctx: Any, params: Any) -> Any:
-                    return await proxy.call(params.name, dict(params.arguments or {}))
+                    return await proxy.call(params.name, dict(params.arguments or {}), ctx)
 
                 info = client.server_info
                 server = Server(getattr(info, "name", None) or "limbo-proxy",
                                 version=getattr(info, "version", None) or "",
                                 on_list_tools=on_list, on_call_tool=on_call)
+                server.middleware.append(relay.middleware)
                 await serve(server, args.transport, label="limbo proxy", host=args.host,
                             port=args.port, allow_remote=args.allow_remote,
                             token=args.bearer)

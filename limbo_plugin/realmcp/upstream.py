@@ -139,9 +139,10 @@ def upstream_from_args(command: Sequence[str], url: str | None,
 
 
 @asynccontextmanager
-async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S
-                  ) -> AsyncIterator[Any]:
-    """An initialised :class:`mcp.Client` on ``upstream``; failures are :class:`UpstreamError`."""
+async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S,
+                  callbacks: dict[str, Any] | None = None) -> AsyncIterator[Any]:
+    """An initialised :class:`mcp.Client` on ``upstream`` (with the client ``callbacks`` given:
+    a relay's); failures are :class:`UpstreamError`."""
     from mcp import Client
 
     answers = HttpAnswers()
@@ -150,7 +151,7 @@ async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S
     with tempfile.TemporaryFile("w+") as errlog:
         try:
             async with Client(_transport(upstream, errlog, answers),
-                              read_timeout_seconds=timeout_s) as client:
+                              read_timeout_seconds=timeout_s, **(callbacks or {})) as client:
                 connected = True
                 _OPEN[id(client)] = answers
                 try:
