@@ -190,6 +190,30 @@ def build(client: Any, upstream: Upstream, listed: list[Any], config: GuardConfi
     return build_guard(transport, env, without=without), transport
 
 
+class IntentLocks:
+    """Which calls wait for which: a write waits for an earlier call of the same intent (its
+    tool and intent fields), whose outcome the guard must know before it decides on a retry;
+    every other call runs at once (a read never waits for a slow write)."""
+
+    def __init__(self, tools: dict[str, Any]) -> None:
+        self.tools = tools
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def of(self, name: str, arguments: Any) -> Any:
+        import contextlib
+
+        definition = self.tools.get(name)
+        if definition is None or not definition.is_write:
+            return contextlib.nullcontext()
+        fields = definition.contract.intent_fields
+        kept = ({k: v for k, v in arguments.items() if k in fields}
+                if isinstance(arguments, dict) else arguments)
+        intent = canonical_json({"tool": name, "arguments": kept})
+        with self._guard:
+            return self._locks.setdefault(intent, threading.Lock())
+
+
 def passed_through(result: ToolResult, transport: UpstreamTransport) -> Any:
     """What the client gets: the upstream's own answer unchanged where the guard did not make
     one up, with the guard's note (if any) as one more text block; else the guard's answer as
@@ -227,10 +251,10 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
         guard, transport = build(client, upstream, tools, config,
                                  timeout_s=args.call_timeout, without=args.without,
                                  relay=relay)
-        lock = threading.Lock()  # one call at a time: the guard remembers what it sent
+        locks = IntentLocks(guard.env.tools)
 
         def guarded(name: str, arguments: Any, ctx: Any) -> Any:
-            with lock:
+            with locks.of(name, arguments):
                 transport.forget(ctx)
                 result = cast(ToolResult, guard.call(ToolCall(name=name, arguments=arguments)))
                 return passed_through(result, transport)

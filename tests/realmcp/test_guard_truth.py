@@ -5,7 +5,9 @@ lifted only by an escalation that reached someone, and the upstream's answers pa
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from realkit import drive_policy, proxy_command
@@ -154,3 +156,37 @@ def test_answers_pass_through_the_guard_unchanged(tmp_path, files) -> None:
     assert any(block.type == "image" for block in direct[0].content)
     for bare, through in zip(direct, guarded, strict=True):  # the SDK's server adds a _meta
         assert through.model_dump(exclude={"meta"}) == bare.model_dump(exclude={"meta"})
+
+
+@pytest.mark.slow
+def test_a_call_does_not_wait_for_an_unrelated_one(tmp_path, files) -> None:
+    """A read of a named pipe blocks in the server until someone writes to the pipe; behind the
+    guard, a write of another file is answered meanwhile (the guard orders only calls of the
+    same intent). The pipe is fed only after that answer, so a guard that ran one call at a
+    time would never answer (the hang limit fails the test)."""
+    import anyio
+
+    from limbo_plugin.realmcp.upstream import Upstream, connect
+
+    server, root = files
+    pipe = root / "pipe"
+    os.mkfifo(pipe)
+    guard = Upstream(command=("python", "-m", "limbo_plugin.cli", "guard", "--", *server))
+
+    async def main() -> tuple[Any, Any]:
+        answers: dict[str, Any] = {}
+        async with connect(guard) as client, anyio.create_task_group() as group:
+            async def blocked() -> None:
+                answers["pipe"] = await client.call_tool("read_text_file", {"path": str(pipe)})
+
+            group.start_soon(blocked)
+            with anyio.fail_after(120):  # a hang limit: answered at once when it works
+                answers["write"] = await client.call_tool(
+                    "write_file", {"path": str(root / "other.txt"), "content": "x"})
+            assert "pipe" not in answers  # the read still waits for the pipe
+            await anyio.to_thread.run_sync(pipe.write_text, "fed\n")
+        return answers["write"], answers["pipe"]
+
+    write, read = anyio.run(main)
+    assert not write.is_error and (root / "other.txt").read_text() == "x"
+    assert not read.is_error and "fed" in _text(read)
