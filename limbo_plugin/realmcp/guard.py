@@ -35,6 +35,7 @@ from limbo_plugin.conditions.annotate import NOTE_FIELD
 from limbo_plugin.realmcp.audit import command_after_dashes
 from limbo_plugin.realmcp.config import ConfigError, GuardConfig, definitions, load_config
 from limbo_plugin.realmcp.deep_answers import UNREADABLE_ANSWER
+from limbo_plugin.realmcp.front import add_no_token_argument, check_front
 from limbo_plugin.realmcp.relay import Relay
 from limbo_plugin.realmcp.results import to_mcp_result, to_tool_result
 from limbo_plugin.realmcp.upstream import (
@@ -49,7 +50,6 @@ from limbo_plugin.realmcp.upstream import (
 )
 from limbo_plugin.server.serving import (
     add_serving_arguments,
-    check_serving_arguments,
     command_main,
     serve,
 )
@@ -296,6 +296,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=None, help="a streamable HTTP upstream")
     parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
     add_serving_arguments(parser, bearer=True)
+    add_no_token_argument(parser)
     parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="the stdio server to guard")
 
@@ -305,7 +306,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         load_config(args.config)
-        args.bearer = check_serving_arguments(args)
+        args.bearer = check_front(args, "limbo guard")
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
         anyio.run(run_guard, upstream, args)

@@ -41,6 +41,7 @@ import yaml
 
 from limbo_plugin.realmcp.audit import Auditor, ListedTool, command_after_dashes
 from limbo_plugin.realmcp.config import ConfigError, load_config
+from limbo_plugin.realmcp.front import add_no_token_argument, check_front
 from limbo_plugin.realmcp.relay import Relay
 from limbo_plugin.realmcp.results import result_text
 from limbo_plugin.realmcp.rules import RulesError, load_rules
@@ -55,7 +56,6 @@ from limbo_plugin.realmcp.upstream import (
 )
 from limbo_plugin.server.serving import (
     add_serving_arguments,
-    check_serving_arguments,
     command_main,
     serve,
 )
@@ -308,6 +308,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="the guard's config (limbo audit "
                         "--json, edited): its writes, keys and read-backs replace the audit's")
     add_serving_arguments(parser, bearer=True)
+    add_no_token_argument(parser)
     parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="the stdio server to start (or: report LOG [--json])")
 
@@ -345,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
                              "(or: limbo proxy report LOG)")
         load_rules(args.rules)
         load_config(args.config)
-        args.bearer = check_serving_arguments(args)
+        args.bearer = check_front(args, "limbo proxy")
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)

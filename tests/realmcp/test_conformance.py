@@ -92,7 +92,7 @@ def _passed(found: dict[str, tuple[int, int]]) -> set[str]:
 @contextmanager
 def _limbo_in_front(command: list[str], url: str) -> Iterator[str]:
     argv = [sys.executable, "-m", "limbo_plugin.cli", *command, "--transport",
-            "streamable-http", "--port", "0", "--url", url]
+            "streamable-http", "--no-token", "--port", "0", "--url", url]
     with _running(argv, dict(os.environ), r"serving streamable HTTP at (\S+)") as front:
         yield front
 
