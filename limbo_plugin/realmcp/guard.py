@@ -24,6 +24,7 @@ waits a write's whole lag after the retry arrives: never less than the benchmark
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import threading
@@ -48,6 +49,12 @@ from limbo_plugin.realmcp.upstream import (
     requesting,
     upstream_from_args,
 )
+from limbo_plugin.realmcp.wording import (
+    ESCALATION_TOOL,
+    RealVerifyBeforeRetry,
+    real_note,
+    wall_stamp,
+)
 from limbo_plugin.server.serving import (
     add_serving_arguments,
     command_main,
@@ -63,6 +70,7 @@ class WallClock:
 
     def __init__(self) -> None:
         self._start = time.monotonic()
+        self.started = time.time()  # the wall time of ``now == 0``, for messages
 
     @property
     def now(self) -> float:
@@ -187,7 +195,13 @@ def build(client: Any, upstream: Upstream, listed: list[Any], config: GuardConfi
     clock: Any = (UpstreamWaitClock(transport, config.wait_tool) if config.wait_tool
                   else WallClock())
     env = HarnessEnv(tools=definitions(listed, config), world=cast(Any, _ClockHolder(clock)))
-    return build_guard(transport, env, without=without), transport
+    if not isinstance(clock, WallClock):  # Limbo's sandbox: the benchmark's own words
+        return build_guard(transport, env, without=without), transport
+    escalation = ESCALATION_TOOL in {t.name for t in listed}
+    vbr = functools.partial(RealVerifyBeforeRetry, stamp=wall_stamp(clock.started),
+                            escalation=escalation)
+    return build_guard(transport, env, without=without, note=real_note(escalation),
+                       vbr=vbr), transport
 
 
 class IntentLocks:

@@ -68,7 +68,8 @@ def test_without_a_read_back_the_guard_blocks_the_retry(tmp_path, memory) -> Non
     done, counts = _guarded(tmp_path, memory, None)  # the audit found no read-back to run
     assert (counts["faulted"], counts["duplicated"], counts["left"]) == (1, 0, 1)
     refused = [answer for name, _, answer in done.calls if name == "create_entities"][1]
-    assert refused.error_type == BLOCKED and "escalate_to_human" in refused.text()
+    assert refused.error_type == BLOCKED and "will not send this identical" in refused.text()
+    assert "escalate_to_human" not in refused.text()  # server-memory lists none
 
 
 def test_guard_start_errors_are_one_line(tmp_path) -> None:

@@ -190,3 +190,20 @@ def test_a_call_does_not_wait_for_an_unrelated_one(tmp_path, files) -> None:
     write, read = anyio.run(main)
     assert not write.is_error and (root / "other.txt").read_text() == "x"
     assert not read.is_error and "fed" in _text(read)
+
+
+@pytest.mark.slow
+def test_notes_speak_of_the_real_world(tmp_path, memory) -> None:
+    """In front of server-memory (no escalation tool, no checked read-back): no simulated-clock
+    time, no promise to verify, no tool or report field the server and client do not have."""
+    server, env = memory
+    behind = proxy_command("timeout_post", tmp_path / "proxy.jsonl", server)
+    guard = ["python", "-m", "limbo_plugin.cli", "guard", "--", *behind]
+    write = ("create_entities", {"entities": [_entity("Ada")]})
+    first, retry = call_in_order(guard, env, [write, write])
+    said = _text(first) + _text(retry)
+    assert "unknown" in _text(first) and BLOCKED in _text(retry)
+    for wrong in ("2026-09-15", "will verify", "escalate_to_human", "uncertain_operations",
+                  "harness will"):
+        assert wrong not in said, (wrong, said)
+    assert "cannot check" in _text(first)
