@@ -297,8 +297,10 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from limbo_plugin.conditions.guard import GUARD_COMPONENTS
 
-    parser.add_argument("--config", default=None, help="limbo audit --json output, edited "
-                        "(default: the audit of the live listing)")
+    parser.add_argument("--config", "--guard-config", dest="config", default=None,
+                        help="limbo audit --json output, edited (default: the audit of the "
+                        "live listing); --guard-config where a client's own --config would "
+                        "take it (the MCP Inspector CLI)")
     parser.add_argument("--without", action="append", default=[], choices=GUARD_COMPONENTS,
                         metavar="COMPONENT", help="switch a component off (repeatable): "
                         f"{', '.join(GUARD_COMPONENTS)}")
