@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from limbo_plugin.realmcp.audit import Auditor, ListedTool, command_after_dashes
-from limbo_plugin.realmcp.config import ConfigError, load_config
+from limbo_plugin.realmcp.config import ConfigError, definitions, load_config
 from limbo_plugin.realmcp.front import add_no_token_argument, check_front
 from limbo_plugin.realmcp.relay import Relay
 from limbo_plugin.realmcp.results import result_text
@@ -59,6 +59,7 @@ from limbo_plugin.server.serving import (
     command_main,
     serve,
 )
+from limbo_plugin.spec.models import ReadBack
 from limbo_plugin.toolapi import canonical_json
 
 MODES = ("timeout_pre", "timeout_post", "timeout_late", "redelivery", "http500_post")
@@ -131,9 +132,12 @@ class FaultProxy:
     def __init__(self, client: Any, tools: list[Any], *, mode: str, schedule: Schedule,
                  log: ProxyLog, late_delay_s: float, redelivery_after_s: float,
                  task_group: Any, writes: dict[str, bool], keys: dict[str, str | None],
-                 upstream: Upstream, relay: Relay | None = None) -> None:
+                 upstream: Upstream, relay: Relay | None = None,
+                 read_backs: dict[str, ReadBack] | None = None) -> None:
         self.client, self.tools, self.mode = client, tools, mode
         self.upstream, self.relay = upstream, relay
+        self.read_backs = read_backs or {}
+        self._executed: dict[str, int] = {}
         self.schedule, self.log = schedule, log
         self.late_delay_s, self.redelivery_after_s = late_delay_s, redelivery_after_s
         self.task_group = task_group
@@ -213,7 +217,41 @@ class FaultProxy:
         self.log.entry(**common, forwarded=True, delivery="original",
                        server={"is_error": bool(raw.get("isError")), "text": text[:500]},
                        client_saw="server")
+        if not raw.get("isError"):
+            await self._executed_once(common)
         return raw
+
+    async def _executed_once(self, common: dict[str, Any]) -> None:
+        """Count an execution of a write intent; from its second on, read back what is really
+        there (a server may skip or refuse a repeat: re-executed is not duplicated) and log how
+        many records each read-back query finds."""
+        if not common["write"]:
+            return
+        intent = common["intent"]
+        self._executed[intent] = self._executed.get(intent, 0) + 1
+        read_back = self.read_backs.get(common["tool"])
+        if self._executed[intent] < 2 or read_back is None:
+            return
+        from limbo_plugin.readback import extract_items, queries
+        from limbo_plugin.realmcp.results import to_tool_result
+
+        counts: list[int | None] = []
+        for query in queries(read_back, common["arguments"]):
+            try:
+                answer = to_tool_result(await call_tool(self.client, self.upstream, query.tool,
+                                                        query.arguments))
+            except UpstreamError:
+                counts.append(None)
+                continue
+            if answer.is_error:
+                counts.append(None)
+                continue
+            found = [item for item in extract_items(answer.content, query.items)
+                     if query.match is None
+                     or all(item.get(k) == v for k, v in query.match.items())]
+            counts.append(len(found))
+        self.log.entry(tool=common["tool"], intent=intent,
+                       read_back={"tool": read_back.tool, "found": counts})
 
     async def _forward(self, name: str, arguments: dict[str, Any], common: dict[str, Any],
                        delivery: str, client_saw: str | None) -> Any:
@@ -233,6 +271,8 @@ class FaultProxy:
                        server={"is_error": bool(result.is_error),
                                "text": result_text(result)[:500]},
                        client_saw=client_saw)
+        if not result.is_error:
+            await self._executed_once(common)
         return result
 
 
@@ -255,11 +295,16 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
             if entry.verify is not None and entry.verify.tool not in read_backs.get(entry.tool,
                                                                                      []):
                 read_backs.setdefault(entry.tool, []).insert(0, entry.verify.tool)
+        config = load_config(args.config)
+        checked = {name: d.contract.read_back
+                   for name, d in definitions(tools, config).items()
+                   if d.contract.read_back is not None and writes.get(name)}
         header = {"mode": args.inject, "seed": args.seed, "rate": args.rate,
                   "server": upstream.describe(),
                   "writes": sorted(t for t, w in writes.items() if w),
                   "keys": {t: k for t, k in keys.items() if k},
-                  "read_backs": {t: r for t, r in read_backs.items() if writes.get(t)}}
+                  "read_backs": {t: r for t, r in read_backs.items() if writes.get(t)},
+                  "checked_read_backs": sorted(checked)}
         log = ProxyLog(Path(args.log), header)
         try:
             async with anyio.create_task_group() as group:
@@ -268,7 +313,7 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
                                    late_delay_s=args.late_delay,
                                    redelivery_after_s=args.redelivery_after,
                                    task_group=group, writes=writes, keys=keys,
-                                   upstream=upstream, relay=relay)
+                                   upstream=upstream, relay=relay, read_backs=checked)
 
                 async def on_list(ctx: Any, params: Any) -> Any:
                     return types.ListToolsResult(tools=tools)

@@ -111,3 +111,16 @@ def test_proxy_usage_and_start_errors_are_one_line(tmp_path) -> None:
                  "--", "python", "-c", "import sys; print('port in use', file=sys.stderr)")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "port in use" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_reexecution_the_server_skipped_is_not_a_duplicate(tmp_path, memory,
+                                                             memory_verify) -> None:
+    """server-memory skips an entity whose name exists: blind_retry re-executes the lost-ack
+    write, and the proxy, given the read-back, finds one Ada where the transport saw two
+    executions."""
+    counts = _run("blind_retry", "timeout_post", tmp_path, memory, None,
+                  "--config", str(memory_verify))
+    assert (counts["executions"], counts["reexecuted"], counts["duplicated"]) == (2, 1, 0)
+    store = Path(memory[1]["MEMORY_FILE_PATH"]).read_text().splitlines()
+    assert [json.loads(line)["name"] for line in store] == ["Ada"]
