@@ -138,6 +138,9 @@ class FaultProxy:
         self.upstream, self.relay = upstream, relay
         self.read_backs = read_backs or {}
         self._executed: dict[str, int] = {}
+        import anyio
+
+        self.client_left = anyio.Event()
         self.schedule, self.log = schedule, log
         self.late_delay_s, self.redelivery_after_s = late_delay_s, redelivery_after_s
         self.task_group = task_group
@@ -146,7 +149,6 @@ class FaultProxy:
         self.answer_text = canonical_json(answer) if answer is not None else None
 
     async def call(self, name: str, arguments: dict[str, Any], ctx: Any = None) -> Any:
-        import anyio
         import mcp_types as types
         from mcp.shared.exceptions import MCPError
 
@@ -170,19 +172,22 @@ class FaultProxy:
             return timeout
         if self.mode == "timeout_late":
             async def late() -> None:
-                await anyio.sleep(self.late_delay_s)
+                await self._until(self.late_delay_s)
                 with contextlib.suppress(MCPError):  # logged; nobody awaits its answer
                     await self._forward(name, arguments, common, "late", None)
 
             self.log.entry(**common, forwarded=False, delivery="original", server=None,
                            client_saw="timeout (forwarded later)")
+            self.log.entry(tool=name, intent=intent, scheduled="late")
             self.task_group.start_soon(late)
             return timeout
         if self.mode == "redelivery":
             async def again() -> None:
-                await anyio.sleep(self.redelivery_after_s)
+                await self._until(self.redelivery_after_s)
                 with contextlib.suppress(MCPError):  # logged; nobody awaits its answer
                     await self._forward(name, arguments, common, "redelivery", None)
+
+            self.log.entry(tool=name, intent=intent, scheduled="redelivery")
 
             try:  # the client sees the first copy's answer, a failure included
                 return await self._forward(name, arguments, common, "original", "server")
@@ -194,6 +199,15 @@ class FaultProxy:
         with contextlib.suppress(MCPError):
             await self._forward(name, arguments, common, "original", saw)
         return timeout
+
+    async def _until(self, delay_s: float) -> None:
+        """Wait ``delay_s`` before a copy of the proxy's own, or less: once the client has left,
+        the process may be stopped at any moment (an SDK client kills its server about 2 s after
+        closing), so a copy still pending is sent at once rather than never."""
+        import anyio
+
+        with anyio.move_on_after(delay_s):
+            await self.client_left.wait()
 
     async def _relayed(self, ctx: Any, common: dict[str, Any]) -> Any:
         """The client's call relayed unchanged, its raw answer returned unchanged (logged)."""
@@ -326,10 +340,12 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
                                 version=getattr(info, "version", None) or "",
                                 on_list_tools=on_list, on_call_tool=on_call)
                 server.middleware.append(relay.middleware)
-                await serve(server, args.transport, label="limbo proxy", host=args.host,
-                            port=args.port, allow_remote=args.allow_remote,
-                            token=args.bearer)
-                # the client is gone: late and redelivered copies still reach the server
+                try:
+                    await serve(server, args.transport, label="limbo proxy", host=args.host,
+                                port=args.port, allow_remote=args.allow_remote,
+                                token=args.bearer)
+                finally:  # the client is gone: pending copies go now, while the proxy lives
+                    proxy.client_left.set()
         finally:
             log.close()
 

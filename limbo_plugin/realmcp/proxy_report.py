@@ -43,6 +43,9 @@ class ToolCounts:
     keyed: int = 0
     verified: int = 0
     left: int = 0
+    undelivered: int = 0
+    """Late or redelivered copies the proxy scheduled and never logged as sent (it was stopped
+    first): a ``timeout_late`` that became, in effect, a ``timeout_pre``."""
     duplicated_intents: list[str] = field(default_factory=list)
 
 
@@ -76,9 +79,15 @@ def summarize(header: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, 
     for call in calls:
         if call.get("write"):
             by_intent.setdefault((call["tool"], call["intent"]), []).append(call)
+        elif call.get("scheduled"):
+            counts.setdefault(call.get("tool", ""), ToolCounts()).undelivered += 1
         elif isinstance(call.get("read_back"), dict):  # the latest read-back of a repeat
             found[(call.get("tool", ""), call.get("intent", ""))] = list(
                 call["read_back"].get("found") or [])
+    for call in calls:
+        if call.get("write") and call.get("delivery") in ("late", "redelivery") \
+                and call.get("forwarded"):
+            counts.setdefault(call["tool"], ToolCounts()).undelivered -= 1
     for (tool, _), entries in by_intent.items():
         c = counts.setdefault(tool, ToolCounts())
         c.intents += 1
@@ -143,6 +152,10 @@ def render(header: dict[str, Any], counts: dict[str, ToolCounts]) -> str:
     for tool, c in sorted(counts.items()):
         lines.append(f"| {tool} | {c.intents} | {c.faulted} | {c.executions} | "
                      f"{c.reexecuted} | {c.duplicated} | {c.keyed} | {c.verified} | {c.left} |")
+    undelivered = sum(max(0, c.undelivered) for c in counts.values())
+    if undelivered:
+        lines += ["", f"{undelivered} late or redelivered cop(ies) scheduled but never sent: "
+                  "the proxy was stopped first"]
     duplicates = [d for c in counts.values() for d in c.duplicated_intents]
     if duplicates:
         lines += ["", "duplicated intents:", *(f"  {d}" for d in duplicates)]

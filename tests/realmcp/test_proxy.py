@@ -124,3 +124,25 @@ def test_a_reexecution_the_server_skipped_is_not_a_duplicate(tmp_path, memory,
     assert (counts["executions"], counts["reexecuted"], counts["duplicated"]) == (2, 1, 0)
     store = Path(memory[1]["MEMORY_FILE_PATH"]).read_text().splitlines()
     assert [json.loads(line)["name"] for line in store] == ["Ada"]
+
+
+@pytest.mark.slow
+def test_a_late_copy_lands_when_the_client_leaves_first(tmp_path, sqlite_db) -> None:
+    """``--late-delay 600`` and a client that does not retry and leaves at once (the SDK client
+    stops its server about 2 s after closing): the late INSERT still reaches the database, sent
+    when the client left, and the report counts no copy left unsent."""
+    import sqlite3
+
+    server, db = sqlite_db
+    with sqlite3.connect(db) as connection:
+        connection.execute("CREATE TABLE notes (text TEXT)")
+    log = tmp_path / "proxy.jsonl"
+    insert = {"query": "INSERT INTO notes (text) VALUES ('late')"}
+    done = drive_policy("no_retry", proxy_command("timeout_late", log, server, "--late-delay",
+                                                  "600"), [("write_query", insert)])
+    assert done.calls[0][2].error_type == "timeout"
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
+    assert rows == 1
+    counts = report_json(log)["write_query"]
+    assert (counts["executions"], counts["undelivered"]) == (1, 0)
