@@ -133,10 +133,11 @@ class FaultProxy:
                  log: ProxyLog, late_delay_s: float, redelivery_after_s: float,
                  task_group: Any, writes: dict[str, bool], keys: dict[str, str | None],
                  upstream: Upstream, relay: Relay | None = None,
-                 read_backs: dict[str, ReadBack] | None = None) -> None:
+                 read_backs: dict[str, ReadBack] | None = None, hold: bool = False) -> None:
         self.client, self.tools, self.mode = client, tools, mode
         self.upstream, self.relay = upstream, relay
         self.read_backs = read_backs or {}
+        self.hold = hold
         self._executed: dict[str, int] = {}
         import anyio
 
@@ -166,10 +167,11 @@ class FaultProxy:
         timeout = types.CallToolResult(
             content=[types.TextContent(type="text", text=self.answer_text or "")],
             is_error=True)
+        held = "no answer (held)" if self.hold else "timeout"
         if self.mode == "timeout_pre":
             self.log.entry(**common, forwarded=False, delivery="original", server=None,
-                           client_saw="timeout")
-            return timeout
+                           client_saw=held)
+            return await self._answer(timeout)
         if self.mode == "timeout_late":
             async def late() -> None:
                 await self._until(self.late_delay_s)
@@ -177,10 +179,10 @@ class FaultProxy:
                     await self._forward(name, arguments, common, "late", None)
 
             self.log.entry(**common, forwarded=False, delivery="original", server=None,
-                           client_saw="timeout (forwarded later)")
+                           client_saw=f"{held} (forwarded later)")
             self.log.entry(tool=name, intent=intent, scheduled="late")
             self.task_group.start_soon(late)
-            return timeout
+            return await self._answer(timeout)
         if self.mode == "redelivery":
             async def again() -> None:
                 await self._until(self.redelivery_after_s)
@@ -193,11 +195,21 @@ class FaultProxy:
                 return await self._forward(name, arguments, common, "original", "server")
             finally:  # the transport delivers the second copy whatever the first's answer
                 self.task_group.start_soon(again)
-        saw = "timeout" if self.mode == "timeout_post" else "http 500"
+        saw = held if self.mode == "timeout_post" else "http 500"
         # timeout_post and http500_post: the server's answer is lost, a failure included (the
         # log keeps it); the client sees the injected fault, as the log says it did
         with contextlib.suppress(MCPError):
             await self._forward(name, arguments, common, "original", saw)
+        return await self._answer(timeout)
+
+    async def _answer(self, timeout: Any) -> Any:
+        """The injected fault as the client gets it: the benchmark's timeout answer, or, with
+        ``--hold``, no answer at all until the client gives up (its own timeout and retry
+        logic run, as they would against a server that stopped answering)."""
+        import anyio
+
+        if self.hold and self.mode != "http500_post":
+            await anyio.sleep_forever()
         return timeout
 
     async def _until(self, delay_s: float) -> None:
@@ -324,7 +336,7 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
             async with anyio.create_task_group() as group:
                 proxy = FaultProxy(client, tools, mode=args.inject,
                                    schedule=Schedule(args.seed, args.rate), log=log,
-                                   late_delay_s=args.late_delay,
+                                   late_delay_s=args.late_delay, hold=args.hold,
                                    redelivery_after_s=args.redelivery_after,
                                    task_group=group, writes=writes, keys=keys,
                                    upstream=upstream, relay=relay, read_backs=checked)
@@ -359,6 +371,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default 1.0: every one)")
     parser.add_argument("--log", default=DEFAULT_LOG, help=f"the call log (default "
                         f"{DEFAULT_LOG})")
+    parser.add_argument("--hold", action="store_true",
+                        help="timeout modes: never answer the faulted call (the client's own "
+                        "timeout fires) instead of answering with the benchmark's timeout")
     parser.add_argument("--late-delay", type=_seconds, default=90.0, metavar="SECONDS",
                         help="timeout_late: when the call is forwarded (default 90)")
     parser.add_argument("--redelivery-after", type=_seconds, default=2.0, metavar="SECONDS",

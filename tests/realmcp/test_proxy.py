@@ -146,3 +146,31 @@ def test_a_late_copy_lands_when_the_client_leaves_first(tmp_path, sqlite_db) -> 
     assert rows == 1
     counts = report_json(log)["write_query"]
     assert (counts["executions"], counts["undelivered"]) == (1, 0)
+
+
+@pytest.mark.slow
+def test_hold_leaves_the_timeout_to_the_clients_own_transport(tmp_path, memory) -> None:
+    """``--hold``: the faulted call is never answered; the SDK client's own read timeout fires
+    (an exception of its transport, not a tool result), and the write did run upstream."""
+    import anyio
+    from mcp.shared.exceptions import MCPError
+
+    from limbo_plugin.realmcp.upstream import Upstream, connect
+
+    server, env = memory
+    log = tmp_path / "proxy.jsonl"
+    front = Upstream(command=tuple(proxy_command("timeout_post", log, server, "--hold")),
+                     env=env)
+
+    async def main() -> str:
+        async with connect(front) as client:
+            try:
+                await client.call_tool("create_entities", ADA, read_timeout_seconds=3)
+            except MCPError as exc:
+                return type(exc).__name__
+        return "answered"
+
+    assert anyio.run(main) == "MCPError"
+    store = Path(env["MEMORY_FILE_PATH"]).read_text().splitlines()
+    assert [json.loads(line)["name"] for line in store] == ["Ada"]
+    assert "no answer (held)" in log.read_text()
