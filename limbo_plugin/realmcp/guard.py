@@ -1,7 +1,9 @@
 """``limbo guard``: the paper's guard as an MCP server in front of any MCP server.
 
 It lists the upstream's tools unchanged (less their output schemas, which the guard's own answers
-do not follow) and passes every call through the very middleware that
+do not follow), relays everything that is not a tool call unchanged
+(:mod:`~limbo_plugin.realmcp.relay`), passes the server's answers through unchanged with its note
+as one more text block, and passes every call through the very middleware that
 ``--condition guard`` puts around the benchmark's transport
 (:func:`~limbo_plugin.conditions.guard.build_guard`), with its four components:
 
@@ -15,7 +17,9 @@ do not follow) and passes every call through the very middleware that
 Which tools write, take keys and can be read back comes from ``limbo audit --json``, edited in
 the ``--config`` file where the audit guessed (see :mod:`~limbo_plugin.realmcp.config`). An
 ambiguous failure is a timeout or a 5xx in Limbo's error shape (as ``limbo proxy`` and Limbo's
-sandbox answer), or the upstream not answering within ``--call-timeout``. Time passes on the
+sandbox answer), an HTTP 5xx from a streamable-HTTP upstream, or the upstream not answering
+within ``--call-timeout``. In front of a real server it words its answers for the real world
+(:mod:`~limbo_plugin.realmcp.wording`). Time passes on the
 wall clock; with ``wait_tool`` in the config it passes by calling that upstream tool instead
 (Limbo's sandbox, whose clock is simulated). The guard cannot read the upstream's clock, so it
 waits a write's whole lag after the retry arrives: never less than the benchmark's guard.

@@ -2,7 +2,8 @@
 MCP server.
 
 The proxy is an MCP server (stdio, or streamable HTTP on loopback) that lists the upstream's tools
-unchanged and forwards every call. On a write tool (as ``limbo audit`` reads the listing) it
+unchanged, forwards every call and relays every other message unchanged
+(:mod:`~limbo_plugin.realmcp.relay`). On a write tool (as ``limbo audit`` reads the listing) it
 injects one of the paper's ambiguous faults on the first call of an intent (the tool and its
 arguments, an idempotency key left out), chosen by a seeded schedule: an intent is faulted when
 ``random(seed, intent) < rate``, so the same seed faults the same intents in any order.
