@@ -35,9 +35,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from realkit import HANG_S, MEMORY_VERIFY, drive_policy, proxy_command, real_server, report_json
+from realkit import HANG_S, MEMORY_VERIFY, drive_policy, real_server
 
 from limbo_plugin.conditions.vbr import BLOCKED
+from limbo_plugin.realmcp.proxy_report import read_log, summarize
 
 MODES = ("timeout_pre", "timeout_post", "timeout_late", "redelivery", "http500_post")
 SERVERS = ("memory", "filesystem", "sqlite")
@@ -122,10 +123,13 @@ def run_case(server: str, mode: str, guarded: bool, home: Path) -> dict[str, Any
     extra = ["--late-delay", "1", "--redelivery-after", "0.5"]
     if case.config is not None:
         extra += ["--config", str(case.config)]
-    command = proxy_command(mode, log, case.command, *extra)
+    # the commands' own modules (what `limbo proxy` and `limbo guard` run), for a lighter start
+    command = [sys.executable, "-m", "limbo_plugin.realmcp.proxy", "--inject", mode, "--log",
+               str(log), *extra, "--", *case.command]
     if guarded:
         config = ["--config", str(case.config)] if case.config is not None else []
-        command = [sys.executable, "-m", "limbo_plugin.cli", "guard", *config, "--", *command]
+        command = [sys.executable, "-m", "limbo_plugin.realmcp.guard", *config, "--",
+                   *command]
     done = drive_policy("blind_retry", command, [(case.tool, case.arguments)], env=case.env)
     _late_copies_landed(log, mode)
     answers = [answer for name, _, answer in done.calls if name == case.tool]
@@ -133,7 +137,7 @@ def run_case(server: str, mode: str, guarded: bool, home: Path) -> dict[str, Any
     effects = case.effects()
     told_done = not last.is_error
     told_failed = last.is_error and not last.is_ambiguous and last.error_type != BLOCKED
-    counts = report_json(log)[case.tool]
+    counts = summarize(*read_log(log))[case.tool].__dict__
     return {"server": server, "mode": mode, "guard": guarded,
             "executions": counts["executions"], "effects": effects,
             "duplicates": max(0, effects - 1),
