@@ -112,18 +112,24 @@ class RemoteSession:
 
 
 def to_tool_result(result: Any) -> ToolResult:
-    """A ``CallToolResult`` back into the :class:`ToolResult` it was made from.
+    """A ``CallToolResult`` back into the :class:`ToolResult` it was made from: its text
+    blocks, each a JSON object, merged (one, unless a guard in between added its note).
 
     ``episode_over`` is the service's answer once the episode has ended; in process the session
     raises :class:`EpisodeOver` instead, and so does this.
     """
     texts = [block.text for block in result.content if getattr(block, "type", "") == "text"]
-    if len(texts) != 1:
-        raise InfrastructureError(f"expected one text block in a tool result, got {len(texts)}")
-    try:
-        content = json.loads(texts[0])
-    except ValueError:
-        raise InfrastructureError(f"a tool result is not JSON: {texts[0][:200]!r}") from None
+    if not texts:
+        raise InfrastructureError("expected a text block in a tool result, got none")
+    content: dict[str, Any] = {}
+    for text in texts:  # a guard in between adds its note as one more JSON object
+        try:
+            part = json.loads(text)
+        except ValueError:
+            raise InfrastructureError(f"a tool result is not JSON: {text[:200]!r}") from None
+        if not isinstance(part, dict):
+            raise InfrastructureError(f"a tool result is not a JSON object: {text[:200]!r}")
+        content.update(part)
     tool_result = ToolResult(content, is_error=bool(result.is_error))
     if tool_result.error_type == "episode_over":
         raise EpisodeOver("episode over")

@@ -21,7 +21,7 @@ ground-truth verifier.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from limbo_plugin.conditions.annotate import Annotate, Note, uncertainty_note, verify_promise_note
 from limbo_plugin.conditions.base import Condition, HarnessEnv
@@ -33,10 +33,12 @@ GUARD_COMPONENTS = ("key", "consistency", "block", "annotate")
 
 
 def build_guard(inner: ToolCaller, env: HarnessEnv, *, without: Iterable[str] = (),
-                verifier: Verifier | None = None, note: Note = verify_promise_note
-                ) -> ToolCaller:
+                verifier: Verifier | None = None, note: Note = verify_promise_note,
+                vbr: Callable[..., VerifyBeforeRetry] = VerifyBeforeRetry) -> ToolCaller:
     """The guard around ``inner``, minus the components in ``without``; ``note`` is what
-    ``annotate`` says on an ambiguous answer (by default the paper's guard's note).
+    ``annotate`` says on an ambiguous answer (by default the paper's guard's note); ``vbr``
+    makes the verify-before-retry layer (a front end in front of a real server words its
+    answers for the real world).
 
     This is the one place the guard is assembled: the conditions below, the oracles and any
     other front end (a proxy in front of a real MCP server) build it here.
@@ -48,8 +50,8 @@ def build_guard(inner: ToolCaller, env: HarnessEnv, *, without: Iterable[str] = 
                          f"valid: {', '.join(GUARD_COMPONENTS)}")
     if verifier is None:
         verifier = ReadBackVerifier(env, include_lag="consistency" not in off)
-    caller: ToolCaller = VerifyBeforeRetry(inner, env, verifier, block="block" not in off,
-                                           explain="annotate" not in off)
+    caller: ToolCaller = vbr(inner, env, verifier, block="block" not in off,
+                             explain="annotate" not in off)
     if "key" not in off:
         caller = KeyPinning(caller, env)
     if "annotate" not in off:

@@ -149,8 +149,12 @@ class VerifyBeforeRetry(Middleware):
     def call(self, call: ToolCall) -> ToolResult:
         if call.origin != "agent":
             return self.inner.call(call)
-        if call.name == "escalate_to_human":
-            self.last_escalation = self.env.now
+        if call.name == "escalate_to_human":  # only an escalation that reached someone counts
+            asked = self.env.now
+            answer = self.inner.call(call)
+            if not answer.is_error:
+                self.last_escalation = asked
+            return answer
         definition = self.definition(call)
         if definition is None or not is_non_idempotent_write(definition):
             return self.inner.call(call)
@@ -161,6 +165,12 @@ class VerifyBeforeRetry(Middleware):
         if not pending or _deduplicated_by_key(definition, args, pending):
             return self._send(definition, call, args)
         verdict = self.verifier.verify(definition, args, pending, self)
+        if (verdict.verified and not verdict.absent and not verdict.present
+                and definition.contract.batch_field is None):
+            # some rows found, some not, and no batch field to send the missing ones alone:
+            # the write cannot be said to have taken effect, nor to be absent
+            verdict = Verdict(unverifiable=f"{self.verifier.source(definition)}"
+                              " found only some of its rows")
         if not verdict.verified:
             if self.block and not self._escalated_since(pending):
                 return self._blocked(definition, pending, verdict)

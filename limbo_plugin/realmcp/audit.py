@@ -13,12 +13,15 @@ write is retry-safe or has a read-back (what the paper's guard needs to protect 
 The ``verify`` field of a write is the read-back query ``limbo guard`` runs: the reader's
 parameters filled from the write's arguments of the same name, and the write's scalar arguments
 to look for in what it returns. Where no query can be built by name it is null; edit it in the
-guard's config.
+guard's config. A query built by names is a guess (``verify_checked: false``): the guard does not
+trust it, and says it cannot verify, until a person has checked it (and deleted the field or set
+it true) or ``limbo audit --probe`` found that it sees what the write made.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -88,6 +91,7 @@ class ToolAudit:
     def as_json(self) -> dict[str, Any]:
         return {"tool": self.tool, "writes": self.writes, "idempotent": self.idempotent,
                 "key": self.key, "read_back": self.read_back, "verify": self.verify,
+                "verify_checked": False if self.verify is not None else None,
                 "consistency": self.consistency, "lag_s": self.lag_s,
                 "retry_safe": self.retry_safe, "advice": self.advice,
                 "evidence": self.evidence}
@@ -281,18 +285,26 @@ class Auditor:
 
 
 # -- running it ------------------------------------------------------------------------------------
-async def audit_server(upstream: Upstream, rules: AuditRules) -> dict[str, Any]:
-    """The audit of the server at ``upstream`` as the ``--json`` document."""
+async def audit_server(upstream: Upstream, rules: AuditRules, *, probe: bool = False,
+                       probe_args: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The audit of the server at ``upstream`` as the ``--json`` document; with ``probe``, each
+    write called twice on it (:mod:`~limbo_plugin.realmcp.probe`)."""
     async with connect(upstream) as client:
         listed = await list_tools(client, upstream)
         info = client.server_info
-    rows = Auditor([ListedTool.from_mcp(t) for t in listed], rules).audit()
+        rows = Auditor([ListedTool.from_mcp(t) for t in listed], rules).audit()
+        tools = [r.as_json() for r in rows]
+        if probe:
+            from limbo_plugin.realmcp.probe import probe as run_probe
+
+            await run_probe(client, upstream, listed, tools, probe_args or {})
     writes = [r for r in rows if r.writes]
     server = {"name": getattr(info, "name", None), "version": getattr(info, "version", None),
               **upstream.server_fields(), "tools": len(rows), "writes": len(writes),
               "retry_safe_writes": sum(r.retry_safe for r in writes),
-              "unprotected_writes": [r.tool for r in writes if not r.covered]}
-    return {"server": server, "tools": [r.as_json() for r in rows]}
+              "unprotected_writes": [r.tool for r in writes if not r.covered],
+              "verdicts_from": "the listing and a probe" if probe else "the listing alone"}
+    return {"server": server, "tools": tools}
 
 
 def render_table(document: dict[str, Any]) -> str:
@@ -300,7 +312,11 @@ def render_table(document: dict[str, Any]) -> str:
     server = document["server"]
     lines = [f"{server.get('name')} {server.get('version')}: {server['tools']} tools, "
              f"{server['writes']} writes, {server['retry_safe_writes']} retry-safe, "
-             f"unprotected: {', '.join(server['unprotected_writes']) or 'none'}", "",
+             f"unprotected: {', '.join(server['unprotected_writes']) or 'none'}",
+             f"verdicts from {server.get('verdicts_from', 'the listing alone')}"
+             + ("" if "probe" in str(server.get("verdicts_from")) else
+                " (annotations can be wrong: --probe checks them on a scratch instance)"),
+             *_probe_lines(document["tools"]), "",
              "| tool | writes | key | read_back | consistency | retry_safe | advice |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for row in document["tools"]:
@@ -316,6 +332,24 @@ def render_table(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _probe_lines(rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for row in rows:
+        found = row.get("probe")
+        if not found:
+            continue
+        if not found["probed"]:
+            out.append(f"probe {row['tool']}: not probed ({found['why']})")
+            continue
+        seen = ("a repeat changed nothing" if found["idempotent_observed"] else
+                "a repeat changed the state again" if found["repeat_changed_state"] else
+                "the call changed nothing the reads show")
+        verify = {None: "no verify query", True: "its verify query finds what it made",
+                  False: "its verify query does NOT find what it made"}[found["verify_finds"]]
+        out.append(f"probe {row['tool']}: {seen}; {verify}")
+    return out
+
+
 def exit_status(document: dict[str, Any]) -> int:
     return 1 if document["server"]["unprotected_writes"] else 0
 
@@ -324,6 +358,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the audit as JSON")
     parser.add_argument("--rules", default=None, help="evidence rules (default: the "
                         "audit_rules.yaml Limbo ships)")
+    parser.add_argument("--probe", action="store_true", help="call each write twice on the "
+                        "server (a scratch instance: it writes) and check the verdicts and "
+                        "verify queries against its state")
+    parser.add_argument("--probe-args", nargs=2, action="append", default=[],
+                        metavar=("TOOL", "JSON"), help="--probe: the arguments to call TOOL "
+                        "with (default: made from its input schema)")
     add_server_arguments(parser)
 
 
@@ -338,6 +378,22 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the stdio server to start")
 
 
+def probe_arguments(pairs: Sequence[Sequence[str]]) -> dict[str, dict[str, Any]]:
+    """``--probe-args TOOL JSON`` options; arguments that are not a JSON object are one
+    :class:`ValueError` naming the tool."""
+    out: dict[str, dict[str, Any]] = {}
+    for tool, text in pairs:
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"--probe-args {tool}: not JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"--probe-args {tool}: a JSON object, not "
+                             f"{type(value).__name__}")
+        out[tool] = value
+    return out
+
+
 def command_after_dashes(values: Sequence[str]) -> list[str]:
     values = list(values)
     return values[1:] if values[:1] == ["--"] else values
@@ -350,7 +406,11 @@ def run(args: argparse.Namespace) -> int:
         rules = load_rules(args.rules)
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
-        document = anyio.run(audit_server, upstream, rules)
+        given = probe_arguments(args.probe_args)
+        if given and not args.probe:
+            raise ValueError("--probe-args applies to --probe only")
+        document = anyio.run(functools.partial(audit_server, upstream, rules, probe=args.probe,
+                                               probe_args=given))
     except (ValueError, RulesError) as exc:
         print(f"limbo audit: {exc}", file=sys.stderr)
         return 2

@@ -6,7 +6,10 @@ query: ``tool``, ``args`` and ``match`` templated over the write's arguments, ``
 in its result or ``"*"`` for any, ``per_item`` for a batch argument) and ``lag_s`` (the read
 path's documented lag), and optionally ``intent`` (the arguments that make two calls the same
 intent; default: all but the key), ``batch`` (the list argument of a batch write, whose missing
-rows alone are re-sent) and ``noun`` (what it creates, for the guard's messages). Tools the
+rows alone are re-sent) and ``noun`` (what it creates, for the guard's messages). A ``verify``
+marked ``verify_checked: false`` and left as the audit guessed it from names is not run (an
+edited one is the user's): without a checked read-back the guard blocks an identical retry of an
+ambiguous write rather than guess. Tools the
 file does not name keep the audit's verdicts from the live listing. Top-level ``wait_tool``
 names an upstream tool that lets time pass (Limbo's sandbox has ``wait``; a real server does not
 need one: the guard sleeps).
@@ -43,6 +46,10 @@ class GuardTool(BaseModel):
     idempotent: bool = False
     key: str | None = None
     verify: ReadBack | None = None
+    verify_checked: bool | None = None
+    """``False``: the audit built ``verify`` from names and nobody checked that it finds what
+    the write made; the guard does not trust it. Absent or ``True``: checked (by hand, or by
+    ``limbo audit --probe``)."""
     lag_s: int | None = None
     intent: list[str] | None = None
     batch: str | None = None
@@ -86,8 +93,9 @@ def definitions(listed: list[Any], config: GuardConfig) -> dict[str, ToolDefinit
     from limbo_plugin.realmcp.rules import load_rules
 
     rows = Auditor([ListedTool.from_mcp(t) for t in listed], load_rules()).audit()
-    known = {**config_from_audit({"tools": [r.as_json() for r in rows]}).by_name(),
-             **config.by_name()}
+    guessed = config_from_audit({"tools": [r.as_json() for r in rows]}).by_name()
+    known = {**guessed, **{name: _edited(entry, guessed.get(name))
+                           for name, entry in config.by_name().items()}}
     out: dict[str, ToolDefinition] = {}
     for tool in listed:
         data = tool.model_dump(by_alias=True, exclude_none=True)
@@ -103,10 +111,20 @@ def definitions(listed: list[Any], config: GuardConfig) -> dict[str, ToolDefinit
     return out
 
 
+def _edited(entry: GuardTool, guess: GuardTool | None) -> GuardTool:
+    """``entry`` as the user left it: a ``verify`` that differs from the audit's guess was
+    written by the user, and is theirs to trust, whatever ``verify_checked`` still says."""
+    if (entry.verify_checked is False and entry.verify is not None
+            and (guess is None or entry.verify != guess.verify)):
+        return entry.model_copy(update={"verify_checked": None})
+    return entry
+
+
 def contract_of(entry: GuardTool, schema: dict[str, Any]) -> ToolContract:
     found = schema.get("properties")
     properties: dict[str, Any] = found if isinstance(found, dict) else {}
     key = entry.key if entry.key and not entry.key.startswith("_meta.") else None
+    verify = entry.verify if entry.verify_checked is not False else None
     if not entry.writes:
         idempotency = "read_only"
     elif entry.idempotent:
@@ -117,7 +135,7 @@ def contract_of(entry: GuardTool, schema: dict[str, Any]) -> ToolContract:
     try:
         return ToolContract(read_only_hint=not entry.writes, idempotent_hint=entry.idempotent,
                             idempotency=idempotency, intent_fields=intent, key_param=key,
-                            read_back=entry.verify, visibility_lag_s=entry.lag_s or 0,
+                            read_back=verify, visibility_lag_s=entry.lag_s or 0,
                             batch_field=entry.batch, record_noun=entry.noun)
     except ValidationError as exc:
         raise ConfigError(f"tool {entry.tool}: {exc.errors()[0]['msg']}") from None

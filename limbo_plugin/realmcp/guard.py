@@ -1,7 +1,9 @@
 """``limbo guard``: the paper's guard as an MCP server in front of any MCP server.
 
 It lists the upstream's tools unchanged (less their output schemas, which the guard's own answers
-do not follow) and passes every call through the very middleware that
+do not follow), relays everything that is not a tool call unchanged
+(:mod:`~limbo_plugin.realmcp.relay`), passes the server's answers through unchanged with its note
+as one more text block, and passes every call through the very middleware that
 ``--condition guard`` puts around the benchmark's transport
 (:func:`~limbo_plugin.conditions.guard.build_guard`), with its four components:
 
@@ -15,7 +17,9 @@ do not follow) and passes every call through the very middleware that
 Which tools write, take keys and can be read back comes from ``limbo audit --json``, edited in
 the ``--config`` file where the audit guessed (see :mod:`~limbo_plugin.realmcp.config`). An
 ambiguous failure is a timeout or a 5xx in Limbo's error shape (as ``limbo proxy`` and Limbo's
-sandbox answer), or the upstream not answering within ``--call-timeout``. Time passes on the
+sandbox answer), an HTTP 5xx from a streamable-HTTP upstream, or the upstream not answering
+within ``--call-timeout``. In front of a real server it words its answers for the real world
+(:mod:`~limbo_plugin.realmcp.wording`). Time passes on the
 wall clock; with ``wait_tool`` in the config it passes by calling that upstream tool instead
 (Limbo's sandbox, whose clock is simulated). The guard cannot read the upstream's clock, so it
 waits a write's whole lag after the retry arrives: never less than the benchmark's guard.
@@ -24,16 +28,20 @@ waits a write's whole lag after the retry arrives: never less than the benchmark
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from limbo_plugin.conditions.annotate import NOTE_FIELD
 from limbo_plugin.realmcp.audit import command_after_dashes
 from limbo_plugin.realmcp.config import ConfigError, GuardConfig, definitions, load_config
 from limbo_plugin.realmcp.deep_answers import UNREADABLE_ANSWER
+from limbo_plugin.realmcp.front import add_no_token_argument, check_front
+from limbo_plugin.realmcp.relay import Relay
 from limbo_plugin.realmcp.results import to_mcp_result, to_tool_result
 from limbo_plugin.realmcp.upstream import (
     Upstream,
@@ -42,15 +50,21 @@ from limbo_plugin.realmcp.upstream import (
     connect,
     describe,
     list_tools,
+    requesting,
     upstream_from_args,
+)
+from limbo_plugin.realmcp.wording import (
+    ESCALATION_TOOL,
+    RealVerifyBeforeRetry,
+    real_note,
+    wall_stamp,
 )
 from limbo_plugin.server.serving import (
     add_serving_arguments,
-    check_serving_arguments,
     command_main,
     serve,
 )
-from limbo_plugin.toolapi import ToolCall, ToolResult, tool_error
+from limbo_plugin.toolapi import ToolCall, ToolResult, canonical_json, tool_error
 
 DEFAULT_CALL_TIMEOUT_S = 300.0
 
@@ -60,6 +74,7 @@ class WallClock:
 
     def __init__(self) -> None:
         self._start = time.monotonic()
+        self.started = time.time()  # the wall time of ``now == 0``, for messages
 
     @property
     def now(self) -> float:
@@ -102,47 +117,136 @@ class _ClockHolder:
 
 class UpstreamTransport:
     """The innermost caller: each call goes to the upstream server (from the guard's worker
-    thread into the event loop that owns the client)."""
+    thread into the event loop that owns the client).
 
-    def __init__(self, client: Any, upstream: Upstream, timeout_s: float) -> None:
+    The upstream's own answer to the client's latest call made in this thread is kept
+    (:meth:`answer_for`), so an answer the guard did not make up reaches the client unchanged:
+    images, audio, resources and ``structuredContent`` included.
+    """
+
+    def __init__(self, client: Any, upstream: Upstream, timeout_s: float,
+                 relay: Relay | None = None) -> None:
         self.client, self.upstream, self.timeout_s = client, upstream, timeout_s
+        self.relay = relay
+        self._answers = threading.local()
+
+    def forget(self, ctx: Any = None) -> None:
+        """Start a client call (its request context ``ctx``, to relay it as it was sent): no
+        upstream answer is known for it yet."""
+        self._answers.last = None
+        self._answers.ctx = ctx
+
+    def answer_for(self, result: ToolResult) -> Any | None:
+        """The upstream's own MCP answer ``result`` was read from (a note the guard added
+        aside), or None when the guard made ``result`` up (a read-back's record, a refusal)."""
+        last = getattr(self._answers, "last", None)
+        if last is None:
+            return None
+        read, raw = last
+        mine = {k: v for k, v in result.content.items() if k != NOTE_FIELD}
+        if result.is_error == read.is_error and mine == read.content:
+            return raw
+        return None
 
     def call(self, call: ToolCall) -> ToolResult:
         import anyio.from_thread
 
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        ctx = getattr(self._answers, "ctx", None) if call.origin == "agent" else None
         try:
-            result = anyio.from_thread.run(self._call, str(call.name), arguments)
+            result = anyio.from_thread.run(self._call, str(call.name), arguments, ctx)
         except TimeoutError:
             return tool_error("timeout", f"the upstream server did not answer within "
                               f"{self.timeout_s:g}s")
         except UpstreamError as exc:  # one line: the call and the status it was refused with
             # without the server's address, which is the operator's (a URL may carry a secret)
+            if exc.ambiguous:  # a 5xx: the server may have committed before it failed
+                return tool_error("upstream", exc.problem, status=exc.status)
             if UNREADABLE_ANSWER in exc.problem:  # it was forwarded: say what came back
                 return tool_error("upstream", exc.problem)
             return tool_error("upstream", f"the call could not be forwarded: {exc.problem}")
         except Exception as exc:
             return tool_error("upstream", f"the call could not be forwarded: {describe(exc)}")
-        return to_tool_result(result)
+        read = to_tool_result(result)
+        if call.origin == "agent":
+            self._answers.last = (read, result)
+        return read
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def _call(self, name: str, arguments: dict[str, Any], ctx: Any) -> Any:
         import anyio
+        import mcp_types as types
 
         with anyio.fail_after(self.timeout_s):  # a refusal names its HTTP status (one at a time)
-            return await call_tool(self.client, self.upstream, name, arguments)
+            if self.relay is None or ctx is None or not isinstance(ctx.params, Mapping):
+                return await call_tool(self.client, self.upstream, name, arguments)
+            # the client's own request, its arguments as the guard sends them (a pinned key):
+            # its progress, logs and the server's questions to the client flow as without a guard
+            params = {**dict(ctx.params), "name": name, "arguments": arguments}
+            async with requesting(self.client, self.upstream, f"calling {name}"):
+                raw = await self.relay.forward(ctx, "tools/call", params)
+            return types.CallToolResult.model_validate(raw, by_name=False)
 
 
 def build(client: Any, upstream: Upstream, listed: list[Any], config: GuardConfig, *,
-          timeout_s: float, without: Sequence[str] = ()) -> Any:
-    """The guard's caller chain over ``client`` (the same assembly as ``--condition guard``)."""
+          timeout_s: float, without: Sequence[str] = (), relay: Relay | None = None
+          ) -> tuple[Any, UpstreamTransport]:
+    """The guard's caller chain over ``client`` (the same assembly as ``--condition guard``),
+    and its transport (which keeps the upstream's own answers)."""
     from limbo_plugin.conditions.base import HarnessEnv
     from limbo_plugin.conditions.guard import build_guard
 
-    transport = UpstreamTransport(client, upstream, timeout_s)
+    transport = UpstreamTransport(client, upstream, timeout_s, relay)
     clock: Any = (UpstreamWaitClock(transport, config.wait_tool) if config.wait_tool
                   else WallClock())
     env = HarnessEnv(tools=definitions(listed, config), world=cast(Any, _ClockHolder(clock)))
-    return build_guard(transport, env, without=without)
+    if not isinstance(clock, WallClock):  # Limbo's sandbox: the benchmark's own words
+        return build_guard(transport, env, without=without), transport
+    escalation = ESCALATION_TOOL in {t.name for t in listed}
+    vbr = functools.partial(RealVerifyBeforeRetry, stamp=wall_stamp(clock.started),
+                            escalation=escalation)
+    return build_guard(transport, env, without=without, note=real_note(escalation),
+                       vbr=vbr), transport
+
+
+class IntentLocks:
+    """Which calls wait for which: a write waits for an earlier call of the same intent (its
+    tool and intent fields), whose outcome the guard must know before it decides on a retry;
+    every other call runs at once (a read never waits for a slow write)."""
+
+    def __init__(self, tools: dict[str, Any]) -> None:
+        self.tools = tools
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def of(self, name: str, arguments: Any) -> Any:
+        import contextlib
+
+        definition = self.tools.get(name)
+        if definition is None or not definition.is_write:
+            return contextlib.nullcontext()
+        fields = definition.contract.intent_fields
+        kept = ({k: v for k, v in arguments.items() if k in fields}
+                if isinstance(arguments, dict) else arguments)
+        intent = canonical_json({"tool": name, "arguments": kept})
+        with self._guard:
+            return self._locks.setdefault(intent, threading.Lock())
+
+
+def passed_through(result: ToolResult, transport: UpstreamTransport) -> Any:
+    """What the client gets: the upstream's own answer unchanged where the guard did not make
+    one up, with the guard's note (if any) as one more text block; else the guard's answer as
+    one text block of canonical JSON."""
+    import mcp_types as types
+
+    raw = transport.answer_for(result)
+    if raw is None:
+        return to_mcp_result(result)
+    note = result.content.get(NOTE_FIELD)
+    if not isinstance(note, str):
+        return raw
+    block = types.TextContent(type="text", text=canonical_json({NOTE_FIELD: note}))
+    return raw.model_copy(update={"content": [*raw.content, block],
+                                  "is_error": result.is_error})
 
 
 async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
@@ -151,7 +255,9 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
     from mcp.server.lowlevel import Server
 
     config = load_config(args.config)
-    async with connect(upstream) as client:
+    relay = Relay()
+    async with connect(upstream, callbacks=relay.client_callbacks()) as client:
+        relay.client = client
         tools = await list_tools(client, upstream)
         names = {t.name for t in tools}
         unknown = [t.tool for t in config.tools if t.tool not in names]
@@ -160,13 +266,16 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
         if unknown and not args.allow_missing:
             raise ConfigError(f"{args.config}: names tools the server does not list: "
                               f"{', '.join(unknown[:5])} (--allow-missing to go on)")
-        guard = build(client, upstream, tools, config, timeout_s=args.call_timeout,
-                      without=args.without)
-        lock = threading.Lock()  # one call at a time: the guard remembers what it sent
+        guard, transport = build(client, upstream, tools, config,
+                                 timeout_s=args.call_timeout, without=args.without,
+                                 relay=relay)
+        locks = IntentLocks(guard.env.tools)
 
-        def guarded(name: str, arguments: Any) -> ToolResult:
-            with lock:
-                return cast(ToolResult, guard.call(ToolCall(name=name, arguments=arguments)))
+        def guarded(name: str, arguments: Any, ctx: Any) -> Any:
+            with locks.of(name, arguments):
+                transport.forget(ctx)
+                result = cast(ToolResult, guard.call(ToolCall(name=name, arguments=arguments)))
+                return passed_through(result, transport)
 
         # Listed unchanged but for the output schema: an answer the guard makes up (a record
         # found by a read-back, a refusal) does not follow it, and clients reject such answers.
@@ -177,13 +286,13 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
 
         async def on_call(ctx: Any, params: Any) -> Any:
             arguments = {} if params.arguments is None else params.arguments
-            result = await anyio.to_thread.run_sync(guarded, params.name, arguments)
-            return to_mcp_result(result)
+            return await anyio.to_thread.run_sync(guarded, params.name, arguments, ctx)
 
         info = client.server_info
         server = Server(getattr(info, "name", None) or "limbo-guard",
                         version=getattr(info, "version", None) or "",
                         on_list_tools=on_list, on_call_tool=on_call)
+        server.middleware.append(relay.middleware)
         await serve(server, args.transport, label="limbo guard", host=args.host,
                     port=args.port, allow_remote=args.allow_remote,
                     token=args.bearer)
@@ -192,8 +301,10 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from limbo_plugin.conditions.guard import GUARD_COMPONENTS
 
-    parser.add_argument("--config", default=None, help="limbo audit --json output, edited "
-                        "(default: the audit of the live listing)")
+    parser.add_argument("--config", "--guard-config", dest="config", default=None,
+                        help="limbo audit --json output, edited (default: the audit of the "
+                        "live listing); --guard-config where a client's own --config would "
+                        "take it (the MCP Inspector CLI)")
     parser.add_argument("--without", action="append", default=[], choices=GUARD_COMPONENTS,
                         metavar="COMPONENT", help="switch a component off (repeatable): "
                         f"{', '.join(GUARD_COMPONENTS)}")
@@ -205,6 +316,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=None, help="a streamable HTTP upstream")
     parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
     add_serving_arguments(parser, bearer=True)
+    add_no_token_argument(parser)
     parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="the stdio server to guard")
 
@@ -214,7 +326,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         load_config(args.config)
-        args.bearer = check_serving_arguments(args)
+        args.bearer = check_front(args, "limbo guard")
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
         anyio.run(run_guard, upstream, args)

@@ -2,7 +2,8 @@
 MCP server.
 
 The proxy is an MCP server (stdio, or streamable HTTP on loopback) that lists the upstream's tools
-unchanged and forwards every call. On a write tool (as ``limbo audit`` reads the listing) it
+unchanged, forwards every call and relays every other message unchanged
+(:mod:`~limbo_plugin.realmcp.relay`). On a write tool (as ``limbo audit`` reads the listing) it
 injects one of the paper's ambiguous faults on the first call of an intent (the tool and its
 arguments, an idempotency key left out), chosen by a seeded schedule: an intent is faulted when
 ``random(seed, intent) < rate``, so the same seed faults the same intents in any order.
@@ -40,7 +41,9 @@ from typing import Any
 import yaml
 
 from limbo_plugin.realmcp.audit import Auditor, ListedTool, command_after_dashes
-from limbo_plugin.realmcp.config import ConfigError, load_config
+from limbo_plugin.realmcp.config import ConfigError, definitions, load_config
+from limbo_plugin.realmcp.front import add_no_token_argument, check_front
+from limbo_plugin.realmcp.relay import Relay
 from limbo_plugin.realmcp.results import result_text
 from limbo_plugin.realmcp.rules import RulesError, load_rules
 from limbo_plugin.realmcp.upstream import (
@@ -49,14 +52,15 @@ from limbo_plugin.realmcp.upstream import (
     call_tool,
     connect,
     list_tools,
+    requesting,
     upstream_from_args,
 )
 from limbo_plugin.server.serving import (
     add_serving_arguments,
-    check_serving_arguments,
     command_main,
     serve,
 )
+from limbo_plugin.spec.models import ReadBack
 from limbo_plugin.toolapi import canonical_json
 
 MODES = ("timeout_pre", "timeout_post", "timeout_late", "redelivery", "http500_post")
@@ -129,9 +133,16 @@ class FaultProxy:
     def __init__(self, client: Any, tools: list[Any], *, mode: str, schedule: Schedule,
                  log: ProxyLog, late_delay_s: float, redelivery_after_s: float,
                  task_group: Any, writes: dict[str, bool], keys: dict[str, str | None],
-                 upstream: Upstream) -> None:
+                 upstream: Upstream, relay: Relay | None = None,
+                 read_backs: dict[str, ReadBack] | None = None, hold: bool = False) -> None:
         self.client, self.tools, self.mode = client, tools, mode
-        self.upstream = upstream
+        self.upstream, self.relay = upstream, relay
+        self.read_backs = read_backs or {}
+        self.hold = hold
+        self._executed: dict[str, int] = {}
+        import anyio
+
+        self.client_left = anyio.Event()
         self.schedule, self.log = schedule, log
         self.late_delay_s, self.redelivery_after_s = late_delay_s, redelivery_after_s
         self.task_group = task_group
@@ -139,8 +150,7 @@ class FaultProxy:
         answer = fault_answer(mode)
         self.answer_text = canonical_json(answer) if answer is not None else None
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        import anyio
+    async def call(self, name: str, arguments: dict[str, Any], ctx: Any = None) -> Any:
         import mcp_types as types
         from mcp.shared.exceptions import MCPError
 
@@ -152,41 +162,123 @@ class FaultProxy:
                   "key": arguments.get(key) if key else None,
                   "injected": self.mode if faulted else None}
         if not faulted:
-            result = await self._forward(name, arguments, common, "original", "server")
-            return result
+            if self.relay is not None and ctx is not None:  # as sent: progress, _meta and all
+                return await self._relayed(ctx, common)
+            return await self._forward(name, arguments, common, "original", "server")
         timeout = types.CallToolResult(
             content=[types.TextContent(type="text", text=self.answer_text or "")],
             is_error=True)
+        held = "no answer (held)" if self.hold else "timeout"
         if self.mode == "timeout_pre":
             self.log.entry(**common, forwarded=False, delivery="original", server=None,
-                           client_saw="timeout")
-            return timeout
+                           client_saw=held)
+            return await self._answer(timeout)
         if self.mode == "timeout_late":
             async def late() -> None:
-                await anyio.sleep(self.late_delay_s)
+                await self._until(self.late_delay_s)
                 with contextlib.suppress(MCPError):  # logged; nobody awaits its answer
                     await self._forward(name, arguments, common, "late", None)
 
             self.log.entry(**common, forwarded=False, delivery="original", server=None,
-                           client_saw="timeout (forwarded later)")
+                           client_saw=f"{held} (forwarded later)")
+            self.log.entry(tool=name, intent=intent, scheduled="late")
             self.task_group.start_soon(late)
-            return timeout
+            return await self._answer(timeout)
         if self.mode == "redelivery":
             async def again() -> None:
-                await anyio.sleep(self.redelivery_after_s)
+                await self._until(self.redelivery_after_s)
                 with contextlib.suppress(MCPError):  # logged; nobody awaits its answer
                     await self._forward(name, arguments, common, "redelivery", None)
+
+            self.log.entry(tool=name, intent=intent, scheduled="redelivery")
 
             try:  # the client sees the first copy's answer, a failure included
                 return await self._forward(name, arguments, common, "original", "server")
             finally:  # the transport delivers the second copy whatever the first's answer
                 self.task_group.start_soon(again)
-        saw = "timeout" if self.mode == "timeout_post" else "http 500"
+        saw = held if self.mode == "timeout_post" else "http 500"
         # timeout_post and http500_post: the server's answer is lost, a failure included (the
         # log keeps it); the client sees the injected fault, as the log says it did
         with contextlib.suppress(MCPError):
             await self._forward(name, arguments, common, "original", saw)
+        return await self._answer(timeout)
+
+    async def _answer(self, timeout: Any) -> Any:
+        """The injected fault as the client gets it: the benchmark's timeout answer, or, with
+        ``--hold``, no answer at all until the client gives up (its own timeout and retry
+        logic run, as they would against a server that stopped answering)."""
+        import anyio
+
+        if self.hold and self.mode != "http500_post":
+            await anyio.sleep_forever()
         return timeout
+
+    async def _until(self, delay_s: float) -> None:
+        """Wait ``delay_s`` before a copy of the proxy's own, or less: once the client has left,
+        the process may be stopped at any moment (an SDK client kills its server about 2 s after
+        closing), so a copy still pending is sent at once rather than never."""
+        import anyio
+
+        with anyio.move_on_after(delay_s):
+            await self.client_left.wait()
+
+    async def _relayed(self, ctx: Any, common: dict[str, Any]) -> Any:
+        """The client's call relayed unchanged, its raw answer returned unchanged (logged)."""
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import INTERNAL_ERROR
+
+        assert self.relay is not None
+        try:
+            async with requesting(self.client, self.upstream, f"calling {common['tool']}"):
+                raw = await self.relay.forward(ctx, "tools/call", ctx.params)
+        except UpstreamError as exc:  # one line, as _forward's (a refusal names its status)
+            self.log.entry(**common, forwarded=True, delivery="original",
+                           server={"is_error": True, "failed": exc.problem},
+                           client_saw="server")
+            raise MCPError(code=INTERNAL_ERROR, message=exc.problem) from None
+        try:
+            text = result_text(types.CallToolResult.model_validate(raw, by_name=False))
+        except ValueError:
+            text = ""
+        self.log.entry(**common, forwarded=True, delivery="original",
+                       server={"is_error": bool(raw.get("isError")), "text": text[:500]},
+                       client_saw="server")
+        if not raw.get("isError"):
+            await self._executed_once(common)
+        return raw
+
+    async def _executed_once(self, common: dict[str, Any]) -> None:
+        """Count an execution of a write intent; from its second on, read back what is really
+        there (a server may skip or refuse a repeat: re-executed is not duplicated) and log how
+        many records each read-back query finds."""
+        if not common["write"]:
+            return
+        intent = common["intent"]
+        self._executed[intent] = self._executed.get(intent, 0) + 1
+        read_back = self.read_backs.get(common["tool"])
+        if self._executed[intent] < 2 or read_back is None:
+            return
+        from limbo_plugin.readback import extract_items, queries
+        from limbo_plugin.realmcp.results import to_tool_result
+
+        counts: list[int | None] = []
+        for query in queries(read_back, common["arguments"]):
+            try:
+                answer = to_tool_result(await call_tool(self.client, self.upstream, query.tool,
+                                                        query.arguments))
+            except UpstreamError:
+                counts.append(None)
+                continue
+            if answer.is_error:
+                counts.append(None)
+                continue
+            found = [item for item in extract_items(answer.content, query.items)
+                     if query.match is None
+                     or all(item.get(k) == v for k, v in query.match.items())]
+            counts.append(len(found))
+        self.log.entry(tool=common["tool"], intent=intent,
+                       read_back={"tool": read_back.tool, "found": counts})
 
     async def _forward(self, name: str, arguments: dict[str, Any], common: dict[str, Any],
                        delivery: str, client_saw: str | None) -> Any:
@@ -206,6 +298,8 @@ class FaultProxy:
                        server={"is_error": bool(result.is_error),
                                "text": result_text(result)[:500]},
                        client_saw=client_saw)
+        if not result.is_error:
+            await self._executed_once(common)
         return result
 
 
@@ -214,7 +308,9 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
     import mcp_types as types
     from mcp.server.lowlevel import Server
 
-    async with connect(upstream) as client:
+    relay = Relay()
+    async with connect(upstream, callbacks=relay.client_callbacks()) as client:
+        relay.client = client
         tools = await list_tools(client, upstream)
         rows = Auditor([ListedTool.from_mcp(t) for t in tools], load_rules(args.rules)).audit()
         writes = {r.tool: r.writes and not r.idempotent for r in rows}
@@ -226,35 +322,43 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
             if entry.verify is not None and entry.verify.tool not in read_backs.get(entry.tool,
                                                                                      []):
                 read_backs.setdefault(entry.tool, []).insert(0, entry.verify.tool)
+        config = load_config(args.config)
+        checked = {name: d.contract.read_back
+                   for name, d in definitions(tools, config).items()
+                   if d.contract.read_back is not None and writes.get(name)}
         header = {"mode": args.inject, "seed": args.seed, "rate": args.rate,
                   "server": upstream.describe(),
                   "writes": sorted(t for t, w in writes.items() if w),
                   "keys": {t: k for t, k in keys.items() if k},
-                  "read_backs": {t: r for t, r in read_backs.items() if writes.get(t)}}
+                  "read_backs": {t: r for t, r in read_backs.items() if writes.get(t)},
+                  "checked_read_backs": sorted(checked)}
         log = ProxyLog(Path(args.log), header)
         try:
             async with anyio.create_task_group() as group:
                 proxy = FaultProxy(client, tools, mode=args.inject,
                                    schedule=Schedule(args.seed, args.rate), log=log,
-                                   late_delay_s=args.late_delay,
+                                   late_delay_s=args.late_delay, hold=args.hold,
                                    redelivery_after_s=args.redelivery_after,
                                    task_group=group, writes=writes, keys=keys,
-                                   upstream=upstream)
+                                   upstream=upstream, relay=relay, read_backs=checked)
 
                 async def on_list(ctx: Any, params: Any) -> Any:
                     return types.ListToolsResult(tools=tools)
 
                 async def on_call(ctx: Any, params: Any) -> Any:
-                    return await proxy.call(params.name, dict(params.arguments or {}))
+                    return await proxy.call(params.name, dict(params.arguments or {}), ctx)
 
                 info = client.server_info
                 server = Server(getattr(info, "name", None) or "limbo-proxy",
                                 version=getattr(info, "version", None) or "",
                                 on_list_tools=on_list, on_call_tool=on_call)
-                await serve(server, args.transport, label="limbo proxy", host=args.host,
-                            port=args.port, allow_remote=args.allow_remote,
-                            token=args.bearer)
-                # the client is gone: late and redelivered copies still reach the server
+                server.middleware.append(relay.middleware)
+                try:
+                    await serve(server, args.transport, label="limbo proxy", host=args.host,
+                                port=args.port, allow_remote=args.allow_remote,
+                                token=args.bearer)
+                finally:  # the client is gone: pending copies go now, while the proxy lives
+                    proxy.client_left.set()
         finally:
             log.close()
 
@@ -268,6 +372,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default 1.0: every one)")
     parser.add_argument("--log", default=DEFAULT_LOG, help=f"the call log (default "
                         f"{DEFAULT_LOG})")
+    parser.add_argument("--hold", action="store_true",
+                        help="timeout modes: never answer the faulted call (the client's own "
+                        "timeout fires) instead of answering with the benchmark's timeout")
     parser.add_argument("--late-delay", type=_seconds, default=90.0, metavar="SECONDS",
                         help="timeout_late: when the call is forwarded (default 90)")
     parser.add_argument("--redelivery-after", type=_seconds, default=2.0, metavar="SECONDS",
@@ -278,6 +385,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="the guard's config (limbo audit "
                         "--json, edited): its writes, keys and read-backs replace the audit's")
     add_serving_arguments(parser, bearer=True)
+    add_no_token_argument(parser)
     parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="the stdio server to start (or: report LOG [--json])")
 
@@ -315,7 +423,7 @@ def run(args: argparse.Namespace) -> int:
                              "(or: limbo proxy report LOG)")
         load_rules(args.rules)
         load_config(args.config)
-        args.bearer = check_serving_arguments(args)
+        args.bearer = check_front(args, "limbo proxy")
         upstream = upstream_from_args(command_after_dashes(args.server_command), args.url,
                                       args.header)
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)

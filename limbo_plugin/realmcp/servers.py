@@ -50,6 +50,13 @@ SERVERS = {s.name: s for s in (
     # 2025.4.25 is written against mcp 1.x (its Server has list_resources()); mcp 2 breaks it.
     RealServer("sqlite", ("mcp-server-sqlite==2025.4.25", "mcp==1.30.0"),
                "mcp-server-sqlite", npm=False, version="2025.4.25"),
+    # The official conformance suite (server checks) and what its reference server needs: the
+    # suite wants Node >= 22 (an npm-packaged one, put first on PATH from node_modules/.bin),
+    # the server is TypeScript run by tsx on the TypeScript SDK.
+    RealServer("conformance", ("@modelcontextprotocol/conformance@0.1.16", "node@22.23.3",
+                               "tsx@4.20.6", "@modelcontextprotocol/sdk@1.32.2",
+                               "express@5.3.0", "zod@4.6.7", "cors@2.8.5"),
+               "conformance", npm=True, version="0.1.16"),
 )}
 
 

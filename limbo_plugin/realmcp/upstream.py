@@ -37,9 +37,17 @@ class UpstreamError(Exception):
     :attr:`problem` is the line without the server (its command or URL), for a message that
     should not show where the server is."""
 
-    def __init__(self, server: str, problem: str) -> None:
+    def __init__(self, server: str, problem: str, *, status: int | None = None) -> None:
         super().__init__(f"{server}: {problem}")
         self.problem = problem
+        self.status = status
+        """The HTTP status the endpoint refused the failing request with, if it did."""
+
+    @property
+    def ambiguous(self) -> bool:
+        """Whether the request may have run: the endpoint answered a 5xx (it may have
+        committed before failing), as opposed to a refusal before anything ran."""
+        return self.status is not None and self.status >= 500
 
 
 @dataclass
@@ -131,9 +139,10 @@ def upstream_from_args(command: Sequence[str], url: str | None,
 
 
 @asynccontextmanager
-async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S
-                  ) -> AsyncIterator[Any]:
-    """An initialised :class:`mcp.Client` on ``upstream``; failures are :class:`UpstreamError`."""
+async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S,
+                  callbacks: dict[str, Any] | None = None) -> AsyncIterator[Any]:
+    """An initialised :class:`mcp.Client` on ``upstream`` (with the client ``callbacks`` given:
+    a relay's); failures are :class:`UpstreamError`."""
     from mcp import Client
 
     answers = HttpAnswers()
@@ -142,7 +151,7 @@ async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S
     with tempfile.TemporaryFile("w+") as errlog:
         try:
             async with Client(_transport(upstream, errlog, answers),
-                              read_timeout_seconds=timeout_s) as client:
+                              read_timeout_seconds=timeout_s, **(callbacks or {})) as client:
                 connected = True
                 _OPEN[id(client)] = answers
                 try:
@@ -222,7 +231,7 @@ async def requesting(client: Any, upstream: Upstream, doing: str) -> AsyncIterat
         status = answers.first_since(mark) if answers else None
         why = (describe(exc) if status is None
                else http_refusal(status, upstream.headers, exc, connected=True))
-        raise UpstreamError(upstream.describe(), f"{doing}: {why}") from None
+        raise UpstreamError(upstream.describe(), f"{doing}: {why}", status=status) from None
 
 
 def _failure(upstream: Upstream, exc: BaseException, status: int | None, errlog: Any) -> str:

@@ -24,3 +24,19 @@ def memory_verify(tmp_path: Path) -> Path:
     config = tmp_path / "memory.yaml"
     config.write_text(MEMORY_VERIFY)
     return config
+
+
+@pytest.fixture
+def sqlite_db(tmp_path: Path) -> tuple[list[str], Path]:
+    """mcp-server-sqlite's command on a database of its own in ``tmp_path``, and that file."""
+    db = tmp_path / "data.sqlite"
+    return [real_server("sqlite"), "--db-path", str(db)], db
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[list[str], Path]:
+    """server-filesystem's command on a directory of its own in ``tmp_path``, and that
+    directory."""
+    root = tmp_path / "files"
+    root.mkdir()
+    return [real_server("filesystem"), str(root)], root

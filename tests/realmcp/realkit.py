@@ -183,13 +183,15 @@ STUB_TOOL = {"name": "echo", "description": "Answers with its arguments.",
 
 @contextmanager
 def mcp_stub(*, refuse: dict[str, int] | None = None, errors: dict[str, str] | None = None,
-             token: str | None = None) -> Iterator[str]:
+             token: str | None = None, drop: frozenset[str] = frozenset(),
+             seen: list[str] | None = None) -> Iterator[str]:
     """A loopback streamable HTTP endpoint that speaks just enough MCP for a client to connect
     (the legacy ``initialize`` handshake), list one tool (``echo``) and call it: what a real
     server does up to the point a test wants it to refuse. A request whose method is in
     ``refuse`` is answered with that HTTP status instead (a token that expires mid-session, an
     endpoint that guards ``tools/list`` alone), one in ``errors`` with a JSON-RPC error of that
-    message (a failure that is no refusal); with ``token``, a POST without
+    message (a failure that is no refusal), one in ``drop`` by closing the connection without
+    an answer; ``seen`` collects the method of every POST; with ``token``, a POST without
     ``Authorization: Bearer TOKEN`` is answered 401."""
     refuse, errors = refuse or {}, errors or {}
 
@@ -197,6 +199,12 @@ def mcp_stub(*, refuse: dict[str, int] | None = None, errors: dict[str, str] | N
         def do_POST(self) -> None:
             message = self.read_body()
             method = message.get("method") if isinstance(message, dict) else None
+            if seen is not None and isinstance(method, str):
+                seen.append(method)
+            if method in drop:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             if token is not None and self.headers.get("authorization") != f"Bearer {token}":
                 self.answer(401, {"error": "invalid_token"})
             elif method in refuse:

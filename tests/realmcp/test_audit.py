@@ -192,3 +192,29 @@ def test_a_proposed_read_back_finds_the_write_in_any_listed_collection() -> None
                "next": None}
     assert query.find(listing) == listing["tickets"][1]
     assert query.find({"tickets": listing["tickets"][:1]}) is None
+
+
+@pytest.mark.slow
+def test_probe_checks_verdicts_and_verify_queries_on_the_server(memory, sqlite_db) -> None:
+    """server-memory marks create_entities idempotentHint=false, yet a repeat changes nothing;
+    sqlite's create_table verify query (a guess from names) does not find the table it made.
+    Without --probe the audit says its verdicts come from the listing alone."""
+    server, env = memory
+    plain = limbo("audit", "--", *server, env=env)
+    assert "verdicts from the listing alone" in plain.stdout
+    _, document = audit_json_probe(server, env)
+    row = {r["tool"]: r for r in document["tools"]}["create_entities"]
+    assert row["idempotent"] is False  # the annotation's verdict stands, the probe's beside it
+    assert row["probe"]["idempotent_observed"] is True
+    assert "retry-safe in practice" in row["evidence"]["idempotent"]
+    sqlite, _ = sqlite_db
+    done = limbo("audit", "--json", "--probe", "--probe-args", "create_table",
+                 '{"query": "CREATE TABLE t (x INTEGER)"}', "--", *sqlite)
+    table = {r["tool"]: r for r in json.loads(done.stdout)["tools"]}["create_table"]
+    assert table["probe"]["verify_finds"] is False and table["verify_checked"] is False
+
+
+def audit_json_probe(command: list[str], env: dict[str, str]) -> tuple[int, dict]:
+    done = limbo("audit", "--json", "--probe", "--", *command, env=env)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)

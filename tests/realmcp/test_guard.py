@@ -68,7 +68,8 @@ def test_without_a_read_back_the_guard_blocks_the_retry(tmp_path, memory) -> Non
     done, counts = _guarded(tmp_path, memory, None)  # the audit found no read-back to run
     assert (counts["faulted"], counts["duplicated"], counts["left"]) == (1, 0, 1)
     refused = [answer for name, _, answer in done.calls if name == "create_entities"][1]
-    assert refused.error_type == BLOCKED and "escalate_to_human" in refused.text()
+    assert refused.error_type == BLOCKED and "will not send this identical" in refused.text()
+    assert "escalate_to_human" not in refused.text()  # server-memory lists none
 
 
 def test_guard_start_errors_are_one_line(tmp_path) -> None:
@@ -77,8 +78,9 @@ def test_guard_start_errors_are_one_line(tmp_path) -> None:
     assert "cannot guard" in done.stderr and "no credentials" in done.stderr
     bad = tmp_path / "guard.yaml"
     bad.write_text("tools:\n  - tool: x\n    writes: maybe\n")
-    done = limbo("guard", "--config", str(bad), "--", "python", "-c", "pass")
-    assert done.returncode == 2 and str(bad) in done.stderr and "writes" in done.stderr
+    for option in ("--config", "--guard-config"):  # the second: for the Inspector CLI
+        done = limbo("guard", option, str(bad), "--", "python", "-c", "pass")
+        assert done.returncode == 2 and str(bad) in done.stderr and "writes" in done.stderr
 
 
 CROSS_POST = EpisodeKey(template="cross_post", instance=0, focal_write="baseline",
@@ -116,3 +118,18 @@ def test_proxy_injected_duplicates_vanish_where_keys_or_read_backs_exist(
                         "mastodon_publish": (1, 0, 1, 0, 0),  # the pinned key deduplicates
                         "email_send": (1, 0, 0, 1, 0)}        # read back after its lag
         assert record.duplicates == 0
+
+
+def test_the_readme_codex_entry_makes_the_guard_required() -> None:
+    """Without ``required = true`` ``codex exec`` may start before the guard has listed its tools
+    and be offered none: the README's snippet must carry it, and parse as TOML."""
+    import re
+    import tomllib
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### `limbo guard`", 1)[1].split("\n### ", 1)[0]
+    snippet = re.search(r"```toml\n(.*?)```", section, re.DOTALL)
+    assert snippet is not None
+    entry = tomllib.loads(snippet.group(1))["mcp_servers"]["memory"]
+    assert entry["required"] is True and entry["args"][0] == "guard"
+    assert "--guard-config" in section  # the Inspector CLI takes --config for itself

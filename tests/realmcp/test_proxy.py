@@ -111,3 +111,66 @@ def test_proxy_usage_and_start_errors_are_one_line(tmp_path) -> None:
                  "--", "python", "-c", "import sys; print('port in use', file=sys.stderr)")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "port in use" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_reexecution_the_server_skipped_is_not_a_duplicate(tmp_path, memory,
+                                                             memory_verify) -> None:
+    """server-memory skips an entity whose name exists: blind_retry re-executes the lost-ack
+    write, and the proxy, given the read-back, finds one Ada where the transport saw two
+    executions."""
+    counts = _run("blind_retry", "timeout_post", tmp_path, memory, None,
+                  "--config", str(memory_verify))
+    assert (counts["executions"], counts["reexecuted"], counts["duplicated"]) == (2, 1, 0)
+    store = Path(memory[1]["MEMORY_FILE_PATH"]).read_text().splitlines()
+    assert [json.loads(line)["name"] for line in store] == ["Ada"]
+
+
+@pytest.mark.slow
+def test_a_late_copy_lands_when_the_client_leaves_first(tmp_path, sqlite_db) -> None:
+    """``--late-delay 600`` and a client that does not retry and leaves at once (the SDK client
+    stops its server about 2 s after closing): the late INSERT still reaches the database, sent
+    when the client left, and the report counts no copy left unsent."""
+    import sqlite3
+
+    server, db = sqlite_db
+    with sqlite3.connect(db) as connection:
+        connection.execute("CREATE TABLE notes (text TEXT)")
+    log = tmp_path / "proxy.jsonl"
+    insert = {"query": "INSERT INTO notes (text) VALUES ('late')"}
+    done = drive_policy("no_retry", proxy_command("timeout_late", log, server, "--late-delay",
+                                                  "600"), [("write_query", insert)])
+    assert done.calls[0][2].error_type == "timeout"
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
+    assert rows == 1
+    counts = report_json(log)["write_query"]
+    assert (counts["executions"], counts["undelivered"]) == (1, 0)
+
+
+@pytest.mark.slow
+def test_hold_leaves_the_timeout_to_the_clients_own_transport(tmp_path, memory) -> None:
+    """``--hold``: the faulted call is never answered; the SDK client's own read timeout fires
+    (an exception of its transport, not a tool result), and the write did run upstream."""
+    import anyio
+    from mcp.shared.exceptions import MCPError
+
+    from limbo_plugin.realmcp.upstream import Upstream, connect
+
+    server, env = memory
+    log = tmp_path / "proxy.jsonl"
+    front = Upstream(command=tuple(proxy_command("timeout_post", log, server, "--hold")),
+                     env=env)
+
+    async def main() -> str:
+        async with connect(front) as client:
+            try:
+                await client.call_tool("create_entities", ADA, read_timeout_seconds=3)
+            except MCPError as exc:
+                return type(exc).__name__
+        return "answered"
+
+    assert anyio.run(main) == "MCPError"
+    store = Path(env["MEMORY_FILE_PATH"]).read_text().splitlines()
+    assert [json.loads(line)["name"] for line in store] == ["Ada"]
+    assert "no answer (held)" in log.read_text()

@@ -42,7 +42,7 @@ def test_guard_and_proxy_serve_the_upstreams_tools_on_loopback(command: list[str
     with catalogue_server("native") as (server, env):
         url, names = _listed_over_http(
             [sys.executable, "-m", "limbo_plugin.cli", *command, *extra,
-             "--transport", "streamable-http", "--", *server], env)
+             "--transport", "streamable-http", "--no-token", "--", *server], env)
     assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
     assert sorted(names) == sorted(REGISTRY.catalog("native").tools)
 
@@ -77,3 +77,20 @@ def test_bearer_env_naming_an_unset_variable_is_one_line() -> None:
     assert done.stderr.strip() == ("limbo guard: --bearer-env LIMBO_NO_SUCH_VARIABLE: that "
                                    "environment variable is not set or empty; set it to the "
                                    "token clients must send")
+
+
+@pytest.mark.parametrize("command", [["guard"], ["proxy", "--inject", "timeout_post"]])
+def test_over_http_a_token_is_required_unless_refused_on_loopback(command: list[str]) -> None:
+    """Without --bearer-env any local process could call the upstream's tools: one line saying
+    what to give; --no-token is for loopback only."""
+    base = [sys.executable, "-m", "limbo_plugin.cli", *command, "--transport",
+            "streamable-http"]
+    server = ["--", sys.executable, "-c", "pass"]
+    done = subprocess.run([*base, *server], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "needs --bearer-env NAME" in done.stderr and "--no-token" in done.stderr
+    done = subprocess.run([*base, "--no-token", "--host", "0.0.0.0", "--allow-remote",
+                           *server], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "loopback addresses only" in done.stderr, done.stderr

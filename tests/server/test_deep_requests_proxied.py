@@ -69,7 +69,7 @@ def test_over_http_a_request_too_deep_to_read_is_refused_with_its_id(
         with shared_sandbox().episode(session) as lease:
             server = mcp_launch(lease.url, lease.token)
             argv = [sys.executable, "-m", "limbo_plugin.cli", *command, *extra,
-                    "--transport", "streamable-http", "--", *server.argv]
+                    "--transport", "streamable-http", "--no-token", "--", *server.argv]
             env = {**os.environ, **server.env}
             with serving_http(argv, env, label=f"limbo {command[0]}") as url:
                 status, headers, _ = mcp_post(url, raw_line(INITIALIZE), {})
