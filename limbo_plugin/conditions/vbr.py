@@ -216,14 +216,23 @@ class VerifyBeforeRetry(Middleware):
                   if missing else "")
         return self._answer(definition, {"inserted": len(ids), "ids": ids}, pending, detail)
 
+    answered_with = "created"
+    """What the answer to a write not sent again is, in its note: the world's record it created
+    (in front of a real server, what the read-back found)."""
+
+    def _stamp(self, t: float) -> str:
+        """A time as the notes show it: the world's simulated clock."""
+        return iso(t)
+
     def _answer(self, definition: ToolDefinition, body: dict[str, Any],
                 pending: list[PendingWrite], detail: str) -> ToolResult:
         if self.explain:
             first = pending[0]
             body[NOTE_FIELD] = (
                 f"Not sent again: an earlier identical {definition.name} request (sent at "
-                f"{iso(first.t_sent)}, answered with {first.error}) did take effect, as "
-                f"{self.verifier.source(definition)} shows; this is what it created.{detail}")
+                f"{self._stamp(first.t_sent)}, answered with {first.error}) did take effect, "
+                f"as {self.verifier.source(definition)} shows; this is what it "
+                f"{self.answered_with}.{detail}")
         return ToolResult(body)
 
     def _escalated_since(self, pending: list[PendingWrite]) -> bool:

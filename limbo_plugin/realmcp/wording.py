@@ -63,17 +63,10 @@ class RealVerifyBeforeRetry(VerifyBeforeRetry):
         super().__init__(*args, **kwargs)
         self.stamp, self.escalation = stamp, escalation
 
-    def _answer(self, definition: ToolDefinition, body: dict[str, Any],
-                pending: list[PendingWrite], detail: str) -> ToolResult:
-        from limbo_plugin.conditions.annotate import NOTE_FIELD
+    answered_with = "found"
 
-        if self.explain:
-            first = pending[0]
-            body[NOTE_FIELD] = (
-                f"Not sent again: an earlier identical {definition.name} request (sent at "
-                f"{self.stamp(first.t_sent)}, answered with {first.error}) did take effect, as "
-                f"{self.verifier.source(definition)} shows; this is what it found.{detail}")
-        return ToolResult(body)
+    def _stamp(self, t: float) -> str:
+        return self.stamp(t)
 
     def _blocked(self, definition: ToolDefinition, pending: list[PendingWrite],
                  verdict: Verdict) -> ToolResult:

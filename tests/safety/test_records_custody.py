@@ -9,11 +9,13 @@ two runs appending to one file, a run selecting nothing rotating the records awa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -116,8 +118,9 @@ def test_a_second_run_on_the_same_records_stops_with_one_line(project: pytest.Py
     assert after.ret == pytest.ExitCode.OK and records.is_file()
 
 
-def test_the_lock_goes_with_a_killed_process(tmp_path: Path) -> None:
-    records = tmp_path / "episodes.jsonl"
+@contextlib.contextmanager
+def held_by_another_process(records: Path) -> Iterator[None]:
+    """A separate process holding the lock on ``records`` until the block ends (killed)."""
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\n"
          "from limbo_plugin.report.custody import RecordsLock\n"
@@ -125,11 +128,17 @@ def test_the_lock_goes_with_a_killed_process(tmp_path: Path) -> None:
          "time.sleep(600)"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        with pytest.raises(UsageError, match="being written by another run"):
-            RecordsLock(records).acquire()
+        yield
     finally:
         holder.kill()
         holder.wait(timeout=60)
+
+
+def test_the_lock_goes_with_a_killed_process(tmp_path: Path) -> None:
+    records = tmp_path / "episodes.jsonl"
+    with held_by_another_process(records), \
+            pytest.raises(UsageError, match="being written by another run"):
+        RecordsLock(records).acquire()
     with RecordsLock(records):
         pass
 
@@ -306,18 +315,9 @@ def test_a_hard_link_to_a_records_file_shares_its_lock(tmp_path: Path) -> None:
     records.write_text('{"schema_version": 1}\n')
     alias = tmp_path / "alias.jsonl"
     os.link(records, alias)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\n"
-         "from limbo_plugin.report.custody import RecordsLock\n"
-         f"lock = RecordsLock({str(records)!r}); lock.acquire(); print('locked', flush=True)\n"
-         "time.sleep(600)"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    with held_by_another_process(records):
         with pytest.raises(UsageError, match="under another name"):
             RecordsLock(alias).acquire()
         assert not lock_path(alias).exists(), "a refused lock leaves nothing behind"
-    finally:
-        holder.kill()
-        holder.wait(timeout=60)
     with RecordsLock(alias):
         pass
