@@ -200,7 +200,7 @@ def test_e4_runs_its_own_models_against_a_scripted_model_server(project: pytest.
             "--experiment", "e4",
             "-k", "incident_open-i0-ticket-timeout_post and (paraphrase_3 or guard-no-block)",
             "--model-option", f"api_base={server.base_url}", "--model-option", "api_key=local",
-            "--limbo-provider-backoff", "0")
+            "--limbo-provider-backoff", "0", "--limbo-preflight", "off")  # episodes' prompts only
         prompts = {(r.model, r.messages[0]["content"]) for r in server.requests}
     run.assert_outcomes(passed=6)
     assert prompts == {(m, PARAPHRASES[2]) for m in E2_MODELS} | {
