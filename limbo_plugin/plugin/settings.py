@@ -142,11 +142,13 @@ def settings_from(config: pytest.Config) -> Settings:
         sample=_sample(sample) if sample else None,
         cost_limit=_positive_float("--limbo-cost-limit", cost) if cost else None,
         episode_timeout=_time_limit(option(config, "limbo_episode_timeout")),
-        repeat=_repeat(option(config, "limbo_repeat")),
+        repeat=_whole_number("--limbo-repeat", option(config, "limbo_repeat"), default=1,
+                             low=1, high=1000, means=" of runs"),
         progress=progress,
         preflight=_switch("--limbo-preflight", option(config, "limbo_preflight") or "on"),
-        max_errors=_count("--limbo-max-errors", option(config, "limbo_max_errors"),
-                          DEFAULT_MAX_ERRORS),
+        max_errors=_whole_number("--limbo-max-errors", option(config, "limbo_max_errors"),
+                                 default=DEFAULT_MAX_ERRORS, low=0, high=1_000_000,
+                                 means=" (0: never)"),
         step_summary=_switch("--limbo-step-summary",
                              option(config, "limbo_step_summary") or "on"),
         agent_options=parse_agent_options({
@@ -374,28 +376,18 @@ def _switch(name: str, raw: str) -> bool:
     return value == "on"
 
 
-def _count(name: str, raw: str | None, default: int) -> int:
+def _whole_number(name: str, raw: str | None, *, default: int, low: int, high: int,
+                  means: str) -> int:
+    """A whole-number option between ``low`` and ``high``; ``means`` says what it counts, in
+    the one-line error (``--limbo-repeat expects a whole number of runs, got 'x'``)."""
     if raw is None:
         return default
     try:
         value = int(raw)
     except ValueError:
-        raise UsageError(f"{name} expects a whole number (0: never), got {raw!r}") from None
-    if not 0 <= value <= 1_000_000:
-        raise UsageError(f"{name} must be between 0 and 1000000, got {raw!r}")
-    return value
-
-
-def _repeat(raw: str | None) -> int:
-    """``--limbo-repeat K``: how many runs of each episode (default 1)."""
-    if raw is None:
-        return 1
-    try:
-        value = int(raw)
-    except ValueError:
-        raise UsageError(f"--limbo-repeat expects a whole number of runs, got {raw!r}") from None
-    if not 1 <= value <= 1000:
-        raise UsageError(f"--limbo-repeat must be between 1 and 1000, got {raw!r}")
+        raise UsageError(f"{name} expects a whole number{means}, got {raw!r}") from None
+    if not low <= value <= high:
+        raise UsageError(f"{name} must be between {low} and {high}, got {raw!r}")
     return value
 
 

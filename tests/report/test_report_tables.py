@@ -239,7 +239,12 @@ def test_table6_skipped_without_late_commits(tmp_path: Path) -> None:
 
 
 # -- Table 7 -------------------------------------------------------------------------------------
-def test_table7_conditions_with_costs(tmp_path: Path) -> None:
+Records = list[EpisodeRecord]
+
+
+def table7_records() -> tuple[Records, Records, Records, Records]:
+    """Two agents under vanilla (one with usage per call), one under the guard, and a
+    fault-free episode under each condition: ``vanilla_a, vanilla_b, guard_a, everything``."""
     vanilla_a = cell(4, 2, agent="litellm:a", tool_calls=6, escalations=0,
                      usage={"prompt_tokens": 100, "completion_tokens": 20})
     vanilla_b = cell(4, 0, agent="litellm:b", tool_calls=8, escalations=2,
@@ -249,6 +254,11 @@ def test_table7_conditions_with_costs(tmp_path: Path) -> None:
                 record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2,
                        condition="guard")]
     everything = [*vanilla_a, *vanilla_b, *guard_a, *baseline]
+    return vanilla_a, vanilla_b, guard_a, everything
+
+
+def test_table7_conditions_with_costs(tmp_path: Path) -> None:
+    vanilla_a, vanilla_b, guard_a, everything = table7_records()
     table = table7(rows_of(tmp_path, everything))
     assert isinstance(table, Table)
     labels = [(r["condition"], r["agent"]) for r in table.rows]
@@ -275,15 +285,7 @@ def test_table7_in_the_papers_layout(tmp_path: Path) -> None:
     from limbo_plugin.report.render import to_csv, to_markdown
     from limbo_plugin.report.tables.conditions_paper import table7_paper
 
-    vanilla_a = cell(4, 2, agent="litellm:a", tool_calls=6, escalations=0,
-                     usage={"prompt_tokens": 100, "completion_tokens": 20})
-    vanilla_b = cell(4, 0, agent="litellm:b", tool_calls=8, escalations=2,
-                     usage={"prompt_tokens": 300, "completion_tokens": 60})
-    guard_a = cell(4, 1, agent="litellm:a", condition="guard", tool_calls=10, escalations=1)
-    baseline = [record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2),
-                record(template="t1", fault_mode="none", agent="litellm:a", tool_calls=2,
-                       condition="guard")]
-    everything = [*vanilla_a, *vanilla_b, *guard_a, *baseline]
+    vanilla_a, _, guard_a, everything = table7_records()
     table = table7_paper(rows_of(tmp_path, everything))
     assert isinstance(table, Table)
     assert [c.key for c in table.columns] == ["agent", "measure", "vanilla", "guard"]
