@@ -71,6 +71,9 @@ def harness_path(name_or_path: str) -> Path:
     """The adapter file for a name (``codex``) or a path (``./my-agent.yaml``)."""
     if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path:
         path = Path(name_or_path).expanduser()
+        if path.is_dir():
+            raise UsageError(f"harness file {name_or_path} is a directory; give the adapter's "
+                             "YAML file")
         if not path.is_file():
             raise UsageError(f"harness file {name_or_path} does not exist")
         return path

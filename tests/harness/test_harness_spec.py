@@ -65,6 +65,9 @@ def test_agent_strings_are_checked_with_one_line_errors(tmp_path: Path) -> None:
         check_agent("harness:nope:gpt")
     with pytest.raises(UsageError, match="does not exist"):
         check_agent(f"harness:command:{tmp_path}/absent.yaml")
+    (tmp_path / "folder.yaml").mkdir()
+    with pytest.raises(UsageError, match=r"folder\.yaml is a directory; give the adapter's YAML"):
+        check_agent(f"harness:command:{tmp_path}/folder.yaml")
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: x\n")
     with pytest.raises(SpecError, match=r"broken.yaml:1"):
