@@ -105,8 +105,9 @@ class ToolResult:
 
     @property
     def is_ambiguous(self) -> bool:
-        """A timeout or a 5xx without an explicit retry hint: the request may have executed."""
-        if self.error_type == "timeout":
+        """No answer (:data:`NO_ANSWER_KINDS`) or a 5xx without an explicit retry hint: the
+        request may have executed."""
+        if self.error_type in NO_ANSWER_KINDS:
             return True
         status = self.status
         return status is not None and status >= 500 and self.retry_after_s is None
@@ -115,6 +116,11 @@ class ToolResult:
     def is_explicit_refusal(self) -> bool:
         """429/503 with ``retry_after_s``: the service says the request did not execute."""
         return self.status in (429, 503) and self.retry_after_s is not None
+
+
+NO_ANSWER_KINDS = ("timeout", "connection_closed")
+"""Error kinds that say no answer came (the time ran out; the connection closed after the
+request was sent): the request may have executed."""
 
 
 def tool_error(kind: str, message: str, **extra: Any) -> ToolResult:

@@ -60,6 +60,8 @@ def describe_error(result: ToolResult) -> str:
     """A short name for an ambiguous error, for messages (``a timeout``, ``HTTP 500``)."""
     if result.error_type == "timeout":
         return "a timeout"
+    if result.error_type == "connection_closed":
+        return "a closed connection"
     if result.status is not None:
         return f"HTTP {result.status}"
     return f"an error ({result.error_type})"

@@ -17,17 +17,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from limbo_plugin.conditions.base import Condition, HarnessEnv, Middleware
-from limbo_plugin.toolapi import ToolCall, ToolCaller, ToolResult
+from limbo_plugin.toolapi import NO_ANSWER_KINDS, ToolCall, ToolCaller, ToolResult
 
 BACKOFF_S = (1.0, 2.0, 4.0)
 
 
 def sdk_retryable(result: ToolResult) -> bool:
-    """A timeout, any 5xx, or a 429."""
+    """No answer (a timeout, a closed connection), any 5xx, or a 429."""
     if not result.is_error:
         return False
     status = result.status
-    return result.error_type == "timeout" or (status is not None and (status >= 500
+    return result.error_type in NO_ANSWER_KINDS or (status is not None and (status >= 500
                                                                       or status == 429))
 
 

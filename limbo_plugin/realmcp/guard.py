@@ -160,6 +160,8 @@ class UpstreamTransport:
                               f"{self.timeout_s:g}s")
         except UpstreamError as exc:  # one line: the call and the status it was refused with
             # without the server's address, which is the operator's (a URL may carry a secret)
+            if exc.dropped:  # sent, then no answer: as ambiguous as a timeout
+                return tool_error("connection_closed", exc.problem)
             if exc.ambiguous:  # a 5xx: the server may have committed before it failed
                 return tool_error("upstream", exc.problem, status=exc.status)
             if UNREADABLE_ANSWER in exc.problem:  # it was forwarded: say what came back

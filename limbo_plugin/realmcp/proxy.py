@@ -14,7 +14,12 @@ arguments, an idempotency key left out), chosen by a seeded schedule: an intent 
   seconds later (the request was still in flight);
 - ``redelivery``: forwarded, answered, and forwarded again ``--redelivery-after`` seconds later
   (an at-least-once transport);
-- ``http500_post``: forwarded; the client gets HTTP 500 (the server committed and then failed).
+- ``http500_post``: forwarded; the client gets HTTP 500 (the server committed and then failed):
+  over streamable HTTP a real HTTP 500 status, over stdio the benchmark's error answer.
+
+A timeout is the benchmark's timeout answer at once; ``--hold`` never answers instead (the
+client's own timeout and retry logic run), and over streamable HTTP ``--drop`` closes the
+connection half-way through the answer (the client's transport sees a dropped connection).
 
 The fault answers are the texts of ``specs/faults/modes.yaml``, the same bytes an agent sees in
 the benchmark. ``--config`` takes the guard's configuration (the audit, edited) where the audit
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import random
@@ -43,6 +49,7 @@ import yaml
 from limbo_plugin.realmcp.audit import Auditor, ListedTool, command_after_dashes
 from limbo_plugin.realmcp.config import ConfigError, definitions, load_config
 from limbo_plugin.realmcp.front import add_no_token_argument, check_front
+from limbo_plugin.realmcp.http_faults import HttpFaults
 from limbo_plugin.realmcp.relay import Relay
 from limbo_plugin.realmcp.results import result_text
 from limbo_plugin.realmcp.rules import RulesError, load_rules
@@ -64,6 +71,7 @@ from limbo_plugin.spec.models import ReadBack
 from limbo_plugin.toolapi import canonical_json
 
 MODES = ("timeout_pre", "timeout_post", "timeout_late", "redelivery", "http500_post")
+TIMEOUT_MODES = ("timeout_pre", "timeout_post", "timeout_late")
 DEFAULT_LOG = "limbo-proxy.jsonl"
 
 
@@ -134,11 +142,12 @@ class FaultProxy:
                  log: ProxyLog, late_delay_s: float, redelivery_after_s: float,
                  task_group: Any, writes: dict[str, bool], keys: dict[str, str | None],
                  upstream: Upstream, relay: Relay | None = None,
-                 read_backs: dict[str, ReadBack] | None = None, hold: bool = False) -> None:
+                 read_backs: dict[str, ReadBack] | None = None, hold: bool = False,
+                 drop: bool = False) -> None:
         self.client, self.tools, self.mode = client, tools, mode
         self.upstream, self.relay = upstream, relay
         self.read_backs = read_backs or {}
-        self.hold = hold
+        self.hold, self.drop = hold, drop
         self._executed: dict[str, int] = {}
         import anyio
 
@@ -150,10 +159,9 @@ class FaultProxy:
         answer = fault_answer(mode)
         self.answer_text = canonical_json(answer) if answer is not None else None
 
-    async def call(self, name: str, arguments: dict[str, Any], ctx: Any = None) -> Any:
-        import mcp_types as types
-        from mcp.shared.exceptions import MCPError
-
+    def _classify(self, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The log's fields for a call, and whether the schedule faults it (which it says once
+        per intent: its first call)."""
         write = self.writes.get(name, False)
         key = self.keys.get(name)
         intent = intent_of(name, arguments, key)
@@ -161,6 +169,30 @@ class FaultProxy:
         common = {"tool": name, "write": write, "intent": intent, "arguments": arguments,
                   "key": arguments.get(key) if key else None,
                   "injected": self.mode if faulted else None}
+        return common, faulted
+
+    async def over_http(self, name: str, arguments: dict[str, Any]) -> str | None:
+        """The fault a streamable-HTTP client gets as HTTP itself, if this call is faulted:
+        ``"500"`` (``http500_post``: a real HTTP 500 status) or ``"drop"`` (a timeout mode with
+        ``--drop``: the connection closes with the answer half sent); the server's side of the
+        fault is done here. None: the call goes on as an MCP message (:meth:`call`)."""
+        if self.mode == "http500_post":
+            action, saw = "500", "http 500"
+        elif self.drop and self.mode in TIMEOUT_MODES:
+            action, saw = "drop", "connection closed"
+        else:
+            return None
+        common, faulted = self._classify(name, arguments)
+        if not faulted:  # its first call is drawn: call() will not fault it again
+            return None
+        await self._inject(name, arguments, common, saw)
+        return action
+
+    async def call(self, name: str, arguments: dict[str, Any], ctx: Any = None) -> Any:
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+
+        common, faulted = self._classify(name, arguments)
         if not faulted:
             if self.relay is not None and ctx is not None:  # as sent: progress, _meta and all
                 return await self._relayed(ctx, common)
@@ -168,11 +200,33 @@ class FaultProxy:
         timeout = types.CallToolResult(
             content=[types.TextContent(type="text", text=self.answer_text or "")],
             is_error=True)
+        if self.mode == "redelivery":
+            async def again() -> None:
+                await self._until(self.redelivery_after_s)
+                with contextlib.suppress(MCPError):  # logged; nobody awaits its answer
+                    await self._forward(name, arguments, common, "redelivery", None)
+
+            self.log.entry(tool=name, intent=common["intent"], scheduled="redelivery")
+
+            try:  # the client sees the first copy's answer, a failure included
+                return await self._forward(name, arguments, common, "original", "server")
+            finally:  # the transport delivers the second copy whatever the first's answer
+                self.task_group.start_soon(again)
         held = "no answer (held)" if self.hold else "timeout"
+        await self._inject(name, arguments, common,
+                           "http 500" if self.mode == "http500_post" else held)
+        return await self._answer(timeout)
+
+    async def _inject(self, name: str, arguments: dict[str, Any], common: dict[str, Any],
+                      saw: str) -> None:
+        """The server's side of a faulted call (every mode but ``redelivery``), logged with what
+        the client ``saw``."""
+        from mcp.shared.exceptions import MCPError
+
         if self.mode == "timeout_pre":
             self.log.entry(**common, forwarded=False, delivery="original", server=None,
-                           client_saw=held)
-            return await self._answer(timeout)
+                           client_saw=saw)
+            return
         if self.mode == "timeout_late":
             async def late() -> None:
                 await self._until(self.late_delay_s)
@@ -180,28 +234,14 @@ class FaultProxy:
                     await self._forward(name, arguments, common, "late", None)
 
             self.log.entry(**common, forwarded=False, delivery="original", server=None,
-                           client_saw=f"{held} (forwarded later)")
-            self.log.entry(tool=name, intent=intent, scheduled="late")
+                           client_saw=f"{saw} (forwarded later)")
+            self.log.entry(tool=name, intent=common["intent"], scheduled="late")
             self.task_group.start_soon(late)
-            return await self._answer(timeout)
-        if self.mode == "redelivery":
-            async def again() -> None:
-                await self._until(self.redelivery_after_s)
-                with contextlib.suppress(MCPError):  # logged; nobody awaits its answer
-                    await self._forward(name, arguments, common, "redelivery", None)
-
-            self.log.entry(tool=name, intent=intent, scheduled="redelivery")
-
-            try:  # the client sees the first copy's answer, a failure included
-                return await self._forward(name, arguments, common, "original", "server")
-            finally:  # the transport delivers the second copy whatever the first's answer
-                self.task_group.start_soon(again)
-        saw = held if self.mode == "timeout_post" else "http 500"
+            return
         # timeout_post and http500_post: the server's answer is lost, a failure included (the
         # log keeps it); the client sees the injected fault, as the log says it did
         with contextlib.suppress(MCPError):
             await self._forward(name, arguments, common, "original", saw)
-        return await self._answer(timeout)
 
     async def _answer(self, timeout: Any) -> Any:
         """The injected fault as the client gets it: the benchmark's timeout answer, or, with
@@ -338,6 +378,7 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
                 proxy = FaultProxy(client, tools, mode=args.inject,
                                    schedule=Schedule(args.seed, args.rate), log=log,
                                    late_delay_s=args.late_delay, hold=args.hold,
+                                   drop=args.drop,
                                    redelivery_after_s=args.redelivery_after,
                                    task_group=group, writes=writes, keys=keys,
                                    upstream=upstream, relay=relay, read_backs=checked)
@@ -356,7 +397,9 @@ async def run_proxy(upstream: Upstream, args: argparse.Namespace) -> None:
                 try:
                     await serve(server, args.transport, label="limbo proxy", host=args.host,
                                 port=args.port, allow_remote=args.allow_remote,
-                                token=args.bearer)
+                                token=args.bearer,
+                                wrap=functools.partial(HttpFaults, proxy=proxy,
+                                                       token=args.bearer))
                 finally:  # the client is gone: pending copies go now, while the proxy lives
                     proxy.client_left.set()
         finally:
@@ -375,6 +418,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hold", action="store_true",
                         help="timeout modes: never answer the faulted call (the client's own "
                         "timeout fires) instead of answering with the benchmark's timeout")
+    parser.add_argument("--drop", action="store_true",
+                        help="timeout modes, --transport streamable-http only: close the "
+                        "faulted call's connection half-way through its answer (the client's "
+                        "transport sees a dropped connection)")
     parser.add_argument("--late-delay", type=_seconds, default=90.0, metavar="SECONDS",
                         help="timeout_late: when the call is forwarded (default 90)")
     parser.add_argument("--redelivery-after", type=_seconds, default=2.0, metavar="SECONDS",
@@ -410,6 +457,21 @@ def _seconds(text: str) -> float:
     return value
 
 
+def check_transport_faults(args: argparse.Namespace) -> None:
+    """``--hold`` and ``--drop``: each a way a timeout mode reaches the client, one at a time;
+    ``--drop`` closes an HTTP connection, which stdio has not."""
+    for flag in ("hold", "drop"):
+        if getattr(args, flag) and args.inject not in TIMEOUT_MODES:
+            raise ValueError(f"--{flag} applies to the timeout modes ({', '.join(TIMEOUT_MODES)})"
+                             f", not --inject {args.inject}")
+    if args.hold and args.drop:
+        raise ValueError("give --hold (never answer) or --drop (close the connection), not both")
+    if args.drop and args.transport != "streamable-http":
+        raise ValueError("--drop closes the faulted call's HTTP connection: it needs "
+                         "--transport streamable-http (on stdio, --hold leaves the timeout to "
+                         "the client)")
+
+
 def run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -421,6 +483,7 @@ def run(args: argparse.Namespace) -> int:
         if args.inject is None:
             raise ValueError(f"--inject MODE is required; valid: {', '.join(MODES)} "
                              "(or: limbo proxy report LOG)")
+        check_transport_faults(args)
         load_rules(args.rules)
         load_config(args.config)
         args.bearer = check_front(args, "limbo proxy")

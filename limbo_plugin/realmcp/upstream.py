@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     import httpx2
@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 CONNECT_TIMEOUT_S = 120.0
 """How long a request to the server may take before the connection counts as failed (npm
 servers start slowly on a loaded machine: this is a hang limit, not an expectation)."""
+
+
+DROPPED = 0
+"""The status :class:`HttpAnswers` keeps for a POST whose connection closed after it was sent
+and before an answer came: not a status the server chose, but as ambiguous as a 5xx (the
+request may have run)."""
 
 
 TOKEN_OPTION = "--header 'Authorization: Bearer …'"
@@ -47,7 +53,12 @@ class UpstreamError(Exception):
     def ambiguous(self) -> bool:
         """Whether the request may have run: the endpoint answered a 5xx (it may have
         committed before failing), as opposed to a refusal before anything ran."""
-        return self.status is not None and self.status >= 500
+        return self.status is not None and (self.status >= 500 or self.status == DROPPED)
+
+    @property
+    def dropped(self) -> bool:
+        """Whether the connection closed with the request sent and no answer come."""
+        return self.status == DROPPED
 
 
 @dataclass
@@ -71,9 +82,16 @@ class HttpAnswers:
     async def record(self, response: httpx2.Response) -> None:
         """The hook: MCP messages travel by POST, so only a POST's refusal explains a failure
         (a GET for the optional event stream may be refused by servers that work)."""
+        if response.extensions.get(DROPPED_EXTENSION):  # counted by :meth:`record_drop`
+            return
         if response.request.method == "POST" and response.status_code >= 400:
             self.refused += 1
             self.recent.append(response.status_code)
+
+    def record_drop(self) -> None:
+        """A POST whose connection closed with no answer (:data:`DROPPED`)."""
+        self.refused += 1
+        self.recent.append(DROPPED)
 
     def first_since(self, mark: int) -> int | None:
         """The first status recorded after ``mark`` refusals (the earliest still kept when more
@@ -82,6 +100,93 @@ class HttpAnswers:
         if new <= 0:
             return None
         return self.recent[max(0, len(self.recent) - new)]
+
+
+DROPPED_EXTENSION = "limbo_dropped"
+"""Marks the stand-in answer :class:`DropAwareTransport` gives the SDK for a dropped POST."""
+
+
+class DropAwareTransport:
+    """An httpx transport around the real one that turns a POST whose connection closed after
+    it was sent (no answer, or an answer cut off) into a stand-in HTTP 502 for the SDK, counted
+    as :data:`DROPPED`.
+
+    Without it the SDK's client lets the transport error escape its task group: the session
+    ends, and a guard or proxy in front of it hangs or exits, where a real client would see one
+    failed call whose outcome is unknown. A connection that could not be opened at all is left
+    as it is (nothing was sent: the error says so). A JSON answer is read here whole, so a cut-off
+    body is caught too; an event stream's cut is counted as it happens and left to the SDK,
+    which ends that one request ("SSE stream ended without a response").
+    """
+
+    NOT_SENT: tuple[str, ...] = ("ConnectError", "ConnectTimeout", "PoolTimeout",
+                                 "UnsupportedProtocol", "ProxyError")
+
+    def __init__(self, inner: Any, answers: HttpAnswers) -> None:
+        self.inner, self.answers = inner, answers
+
+    async def handle_async_request(self, request: Any) -> Any:
+        import httpx2
+
+        if request.method != "POST":
+            return await self.inner.handle_async_request(request)
+        try:
+            response = await self.inner.handle_async_request(request)
+            if response.headers.get("content-type", "").startswith("text/event-stream"):
+                response.stream = _counted_stream(response.stream, self.answers)
+                return response
+            body = await response.aread()
+        except httpx2.TransportError as exc:
+            if type(exc).__name__ in self.NOT_SENT:
+                raise
+            self.answers.record_drop()
+            return httpx2.Response(502, request=request,
+                                   headers={"content-type": "text/plain"},
+                                   content=f"connection closed: {describe(exc)}".encode(),
+                                   extensions={DROPPED_EXTENSION: True})
+        return httpx2.Response(response.status_code, headers=response.headers, content=body,
+                               request=request, extensions=response.extensions)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> DropAwareTransport:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.inner.__aexit__(*exc_info)
+
+
+def _counted_stream(inner: Any, answers: HttpAnswers) -> Any:
+    """An event stream's body that counts a cut (:meth:`HttpAnswers.record_drop`) and passes
+    it on (an ``httpx2.AsyncByteStream``, which the client checks for)."""
+    import httpx2
+
+    class CountedStream(_CountedStream, httpx2.AsyncByteStream):
+        pass
+
+    return CountedStream(inner, answers)
+
+
+class _CountedStream:
+    """:func:`_counted_stream`'s body."""
+
+    def __init__(self, inner: Any, answers: HttpAnswers) -> None:
+        self.inner, self.answers = inner, answers
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        import httpx2
+
+        try:
+            async for chunk in self.inner:
+                yield chunk
+        except httpx2.TransportError:
+            self.answers.record_drop()
+            raise
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 _OPEN: dict[int, HttpAnswers] = {}
@@ -177,11 +282,18 @@ async def connect(upstream: Upstream, *, timeout_s: float = CONNECT_TIMEOUT_S,
 
 def _transport(upstream: Upstream, errlog: Any, answers: HttpAnswers) -> Any:
     if upstream.url:
+        import httpx2
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+        from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
-        http = create_mcp_http_client(headers=upstream.headers or None)
-        http.event_hooks["response"].append(answers.record)
+        # the SDK's client settings (create_mcp_http_client's), on a transport that survives
+        # a dropped connection
+        http = httpx2.AsyncClient(
+            headers=upstream.headers or None,
+            timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+            transport=cast("httpx2.AsyncBaseTransport",
+                           DropAwareTransport(httpx2.AsyncHTTPTransport(), answers)),
+            event_hooks={"response": [answers.record]})
         return streamable_http_client(upstream.url, http_client=http)
     from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
@@ -229,9 +341,22 @@ async def requesting(client: Any, upstream: Upstream, doing: str) -> AsyncIterat
         raise
     except Exception as exc:
         status = answers.first_since(mark) if answers else None
+        if status is None and _closed_unanswered(exc):
+            status = DROPPED
         why = (describe(exc) if status is None
                else http_refusal(status, upstream.headers, exc, connected=True))
         raise UpstreamError(upstream.describe(), f"{doing}: {why}", status=status) from None
+
+
+def _closed_unanswered(exc: BaseException) -> bool:
+    """Whether the SDK gave up on the request because its connection closed with no answer (an
+    event stream that ended first, a session whose transport went away): its JSON-RPC error
+    code says so whatever its wording."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    cause = innermost(exc)
+    return isinstance(cause, MCPError) and cause.error.code == CONNECTION_CLOSED
 
 
 def _failure(upstream: Upstream, exc: BaseException, status: int | None, errlog: Any) -> str:
@@ -251,6 +376,9 @@ def http_refusal(status: int, headers: dict[str, str], exc: BaseException, *,
     MCP client and what fixes it. Whether an ``Authorization`` header was given decides the
     advice; its value is a secret and never appears. Once ``connected`` the path has answered,
     so a 404 there is the session the server ended, not a wrong path."""
+    if status == DROPPED:
+        return ("the connection closed after the request was sent and before an answer came: "
+                "the server may or may not have run it")
     answered = f"answered HTTP {status} {_phrase(status)}".rstrip()
     if connected and status == HTTPStatus.NOT_FOUND:
         return (f"{answered}: the server no longer knows the session (it restarted or ended "

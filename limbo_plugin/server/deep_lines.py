@@ -182,6 +182,16 @@ bearer token, so a request that may be anyone's costs this much memory at most. 
 than that gets the SDK's own answer, a JSON-RPC parse error (HTTP 400)."""
 
 
+def bearer_given(scope: Any, bearer: bytes | None) -> bool:
+    """Whether an ASGI request carries ``Authorization: <bearer>`` (compared in constant time;
+    always, when the endpoint has no token)."""
+    if bearer is None:
+        return True
+    given = next((value for name, value in scope.get("headers", ())
+                  if name.lower() == b"authorization"), b"")
+    return hmac.compare_digest(given, bearer)
+
+
 class ReadableBodies:
     """ASGI middleware: the body of a POST, as :func:`readable_line` makes it (``empty`` or
     not), for a streamable-HTTP endpoint, where the SDK would answer a body nested past its
@@ -197,11 +207,7 @@ class ReadableBodies:
         """Whether the request carries the endpoint's token (always, without one): a body is
         read only for a client that may send one, so an unauthenticated connection costs no
         buffer and the app's own bearer check refuses it before any byte of it is read."""
-        if self.bearer is None:
-            return True
-        given = next((value for name, value in scope.get("headers", ())
-                      if name.lower() == b"authorization"), b"")
-        return hmac.compare_digest(given, self.bearer)
+        return bearer_given(scope, self.bearer)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         length = _content_length(scope) if scope["type"] == "http" else None

@@ -131,14 +131,17 @@ def http_app(server: Any, host: str, port: int, token: str | None) -> Any:
 
 async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0.1",
                 port: int = 0, token: str | None = None, allow_remote: bool = False,
-                empty_deep_lines: bool = False) -> None:
+                empty_deep_lines: bool = False,
+                wrap: Callable[[Any], Any] | None = None) -> None:
     """Serve ``server`` until its client leaves (stdio) or the process is stopped (HTTP).
 
     A request nested past the SDK parser's limit (:mod:`~limbo_plugin.server.deep_lines`) is
     answered, never dropped, on either transport. With ``empty_deep_lines`` (``limbo mcp``,
     whose episode refuses such arguments whatever their depth), as the call it is, emptied
     below the limit. Without (a proxy or a guard, which would forward the emptied call, not
-    the one made, to a real server), with a JSON-RPC error of its id."""
+    the one made, to a real server), with a JSON-RPC error of its id. Over HTTP, ``wrap`` puts
+    an ASGI middleware of the caller's around the MCP app: inside the token check, before the
+    SDK (a proxy answering a faulted call at the HTTP level)."""
     from limbo_plugin.server.deep_lines import ReadableBodies, claimed_stdin, refuse_unreadable
 
     if not empty_deep_lines:
@@ -162,7 +165,8 @@ async def serve(server: Any, transport: str, *, label: str, host: str = "127.0.0
     sock.bind((host, port))
     sock.listen(socket.SOMAXCONN)
     bound = sock.getsockname()[1]
-    app = ReadableBodies(http_app(server, host, bound, token), empty=empty_deep_lines,
+    mcp_app = http_app(server, host, bound, token)
+    app = ReadableBodies(wrap(mcp_app) if wrap else mcp_app, empty=empty_deep_lines,
                          token=token)
     # At most MAX_CONNECTIONS at once (uvicorn answers 503 beyond), idle ones closed after 5 s:
     # an unauthenticated local client is refused by the bearer check before its body is read.

@@ -184,16 +184,19 @@ STUB_TOOL = {"name": "echo", "description": "Answers with its arguments.",
 @contextmanager
 def mcp_stub(*, refuse: dict[str, int] | None = None, errors: dict[str, str] | None = None,
              token: str | None = None, drop: frozenset[str] = frozenset(),
-             seen: list[str] | None = None) -> Iterator[str]:
+             cut: dict[str, str] | None = None, seen: list[str] | None = None
+             ) -> Iterator[str]:
     """A loopback streamable HTTP endpoint that speaks just enough MCP for a client to connect
     (the legacy ``initialize`` handshake), list one tool (``echo``) and call it: what a real
     server does up to the point a test wants it to refuse. A request whose method is in
     ``refuse`` is answered with that HTTP status instead (a token that expires mid-session, an
     endpoint that guards ``tools/list`` alone), one in ``errors`` with a JSON-RPC error of that
     message (a failure that is no refusal), one in ``drop`` by closing the connection without
-    an answer; ``seen`` collects the method of every POST; with ``token``, a POST without
-    ``Authorization: Bearer TOKEN`` is answered 401."""
-    refuse, errors = refuse or {}, errors or {}
+    an answer, one in ``cut`` by starting an answer of that content type (``application/json``
+    or ``text/event-stream``) and closing the connection half-way through it; ``seen`` collects
+    the method of every POST; with ``token``, a POST without ``Authorization: Bearer TOKEN`` is
+    answered 401."""
+    refuse, errors, cut = refuse or {}, errors or {}, cut or {}
 
     class Stub(_Answering):
         def do_POST(self) -> None:
@@ -202,6 +205,18 @@ def mcp_stub(*, refuse: dict[str, int] | None = None, errors: dict[str, str] | N
             if seen is not None and isinstance(method, str):
                 seen.append(method)
             if method in drop:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if method in cut:  # the headers and a part of the body, then nothing
+                self.send_response(200)
+                self.send_header("Content-Type", cut[method])
+                if cut[method] == "application/json":
+                    self.send_header("Content-Length", "4096")
+                self.end_headers()
+                self.wfile.write(b'{"jsonrpc": "2.0", "id": ' if cut[method] ==
+                                 "application/json" else b"event: message\ndata: {")
+                self.wfile.flush()
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return

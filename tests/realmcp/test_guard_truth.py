@@ -114,6 +114,30 @@ def test_an_http_500_from_the_upstream_is_ambiguous_to_the_guard() -> None:
     assert seen.count("tools/call") == 1
 
 
+@pytest.mark.parametrize("failure", [
+    {"drop": frozenset({"tools/call"})},
+    {"cut": {"tools/call": "application/json"}},
+    {"cut": {"tools/call": "text/event-stream"}},
+], ids=["no_answer", "json_cut_off", "event_stream_cut_off"])
+def test_a_connection_closed_before_the_answer_is_ambiguous_to_the_guard(failure) -> None:
+    """A streamable-HTTP upstream whose connection closes after the call was sent (no answer,
+    or one cut off half-way) may have run it: the guard says the outcome is unknown, refuses the
+    blind retry, and keeps serving on the same session (it neither hangs nor exits)."""
+    from realkit import mcp_stub
+
+    seen: list[str] = []
+    with mcp_stub(seen=seen, **failure) as url:
+        guard = ["python", "-m", "limbo_plugin.cli", "guard", "--url", url]
+        first, retry, other = call_in_order(guard, {}, [("echo", {"text": "hi"})] * 2
+                                            + [("echo", {"text": "another"})])
+    assert first.is_error and "connection closed" in _text(first), _text(first)
+    assert "unknown" in _text(first) and "could not be forwarded" not in _text(first)
+    assert retry.is_error and BLOCKED in _text(retry), _text(retry)
+    assert seen.count("tools/call") == 2  # the first call and the other one, not the retry
+    assert other.is_error  # the other call reached the server (which cut it off too)
+    assert BLOCKED not in _text(other)
+
+
 def sqlite_tables(db: Path) -> list[str]:
     """The tables in mcp-server-sqlite's own database file."""
     import sqlite3
