@@ -38,6 +38,13 @@ def for_client(ctx: Any, result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _raw_result() -> Any:
+    """A result type that keeps the upstream's result as it came (a dict)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(dict[str, Any])
+
+
 class Relay:
     """Relays between the client of this server and the upstream's client (see the module)."""
 
@@ -70,22 +77,38 @@ class Relay:
                 return await call_next(ctx)
             finally:
                 self._active.remove(ctx)
-        dispatcher = self.client.session._dispatcher
         params = dict(ctx.params) if isinstance(ctx.params, Mapping) else None
         if ctx.request_id is None:  # a notification: nothing to answer
-            await dispatcher.notify(ctx.method, params)
+            await self._notify(ctx.method, params)
             return None
         self._active.append(ctx)
         try:
-            return for_client(ctx, await dispatcher.send_raw_request(ctx.method, params))
+            return for_client(ctx, await self._request(ctx.method, params))
         finally:
             self._active.remove(ctx)
+
+    async def _request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """``method`` sent through the upstream client's own session, as any of its requests:
+        stamped as the negotiated protocol wants (its ``_meta`` and, over streamable HTTP, the
+        ``Mcp-Method``/``Mcp-Name`` headers a server checks against the body), its raw result
+        returned."""
+        import mcp_types as types
+
+        request = types.Request[dict[str, Any] | None, str](method=method, params=params)
+        result: dict[str, Any] = await self.client.session.send_request(request, _raw_result())
+        return result
+
+    async def _notify(self, method: str, params: dict[str, Any] | None) -> None:
+        import mcp_types as types
+
+        notification = types.Notification[dict[str, Any] | None, str](method=method,
+                                                                       params=params)
+        await self.client.session.send_notification(notification)
 
     async def forward(self, ctx: Any, method: str, params: Mapping[str, Any] | None
                       ) -> dict[str, Any]:
         """``method`` sent to the upstream as the client sent it; its raw result."""
-        result: dict[str, Any] = await self.client.session._dispatcher.send_raw_request(
-            method, dict(params) if params is not None else None)
+        result = await self._request(method, dict(params) if params is not None else None)
         return for_client(ctx, result)
 
     def capabilities(self) -> dict[str, Any] | None:

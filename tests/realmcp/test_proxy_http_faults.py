@@ -88,12 +88,15 @@ def test_drop_before_forwarding_leaves_the_server_untouched(tmp_path, memory) ->
 
 
 @slow
-@pytest.mark.parametrize("mode,extra", [("http500_post", []), ("timeout_post", ["--drop"])])
+@pytest.mark.parametrize("mode,extra", [("http500_post", []), ("timeout_post", ["--drop"]),
+                                        ("timeout_post", ["--hold"])],
+                         ids=["http_500", "dropped", "read_timeout"])
 def test_the_guard_in_front_keeps_a_blind_retry_to_one_write(mode, extra, tmp_path, memory,
                                                              memory_verify) -> None:
     """A blind-retrying client, the guard (with server-memory's read-back), the proxy on HTTP
-    making a real 500 or a dropped connection, server-memory: the guard finds the first write
-    took effect and does not send it again; the store holds one Ada."""
+    making a real 500, a dropped connection or no answer at all (the guard's own read timeout
+    fires), server-memory: the guard finds the first write took effect and does not send it
+    again; the store holds one Ada."""
     from realkit import drive_policy
 
     server, env = memory
@@ -101,7 +104,7 @@ def test_the_guard_in_front_keeps_a_blind_retry_to_one_write(mode, extra, tmp_pa
                        *extra)
     with serving_http(argv, env, label="limbo proxy") as url:
         guard = [sys.executable, "-m", "limbo_plugin.cli", "guard", "--config",
-                 str(memory_verify), "--url", url]
+                 str(memory_verify), "--call-timeout", "5", "--url", url]
         done = drive_policy("blind_retry", guard, [("create_entities", ADA)], env=env)
     answers = [answer for name, _, answer in done.calls if name == "create_entities"]
     assert answers[0].is_error
@@ -123,3 +126,24 @@ def test_drop_and_hold_misused_are_one_line(args, expected) -> None:
     assert done.returncode == 2
     line = done.stderr.strip()
     assert line.startswith(f"limbo proxy: {expected}") and "\n" not in line, done.stderr
+
+
+@slow
+@pytest.mark.parametrize("front", ["guard", "proxy"])
+def test_calls_relayed_to_an_http_upstream_reach_it(front, tmp_path, memory) -> None:
+    """The guard and the proxy relay a client's call to a streamable-HTTP upstream on the
+    upstream client's own session (its protocol's headers and ``_meta`` stamped as on any
+    request of that client): a modern server, which checks the ``Mcp-Method`` header against
+    the body, runs it; before, it refused every relayed call with HTTP 400."""
+    from realkit import drive_policy
+
+    server, env = memory
+    upstream = _proxy_argv("timeout_post", tmp_path / "upstream.jsonl", server, "--rate", "0")
+    with serving_http(upstream, env, label="limbo proxy") as url:
+        extra = (["--inject", "timeout_post", "--rate", "0", "--log",
+                  str(tmp_path / "front.jsonl")] if front == "proxy" else [])
+        command = [sys.executable, "-m", "limbo_plugin.cli", front, *extra, "--url", url]
+        done = drive_policy("no_retry", command, [("create_entities", ADA)], env=env)
+    answer = done.calls[0][2]
+    assert not answer.is_error, answer.text()
+    assert _names(env) == ["Ada"]
