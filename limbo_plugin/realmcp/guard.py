@@ -234,6 +234,19 @@ class IntentLocks:
             return self._locks.setdefault(intent, threading.Lock())
 
 
+def guarded_listing(tools: list[Any], definitions: dict[str, Any]) -> list[Any]:
+    """The upstream's listing as the client gets it: unchanged, but for the output schema of
+    the writes the guard acts on. Only there may it make an answer up (a record a read-back
+    found, a refusal), which would not follow the schema, and clients reject such answers; a
+    tool it only forwards keeps its schema."""
+    def acted_on(name: str) -> bool:
+        definition = definitions.get(name)
+        return definition is not None and definition.is_write
+
+    return [t.model_copy(update={"output_schema": None}) if acted_on(t.name) else t
+            for t in tools]
+
+
 def passed_through(result: ToolResult, transport: UpstreamTransport) -> Any:
     """What the client gets: the upstream's own answer unchanged where the guard did not make
     one up, with the guard's note (if any) as one more text block; else the guard's answer as
@@ -279,9 +292,7 @@ async def run_guard(upstream: Upstream, args: argparse.Namespace) -> None:
                 result = cast(ToolResult, guard.call(ToolCall(name=name, arguments=arguments)))
                 return passed_through(result, transport)
 
-        # Listed unchanged but for the output schema: an answer the guard makes up (a record
-        # found by a read-back, a refusal) does not follow it, and clients reject such answers.
-        listing = [t.model_copy(update={"output_schema": None}) for t in tools]
+        listing = guarded_listing(tools, guard.env.tools)
 
         async def on_list(ctx: Any, params: Any) -> Any:
             return types.ListToolsResult(tools=listing)

@@ -133,3 +133,27 @@ def test_the_readme_codex_entry_makes_the_guard_required() -> None:
     entry = tomllib.loads(snippet.group(1))["mcp_servers"]["memory"]
     assert entry["required"] is True and entry["args"][0] == "guard"
     assert "--guard-config" in section  # the Inspector CLI takes --config for itself
+
+
+def test_the_guard_keeps_the_output_schema_of_every_tool_it_only_forwards() -> None:
+    """A client validates structured answers against a tool's output schema; the guard drops
+    that schema only for the writes it acts on (where it may answer with a record or a refusal
+    of its own), and lists every other tool exactly as the upstream did."""
+    import mcp_types as types
+
+    from limbo_plugin.realmcp.config import GuardConfig, definitions
+    from limbo_plugin.realmcp.guard import guarded_listing
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    read = types.Tool(name="count_rows", description="Counts the rows.",
+                      input_schema={"type": "object"}, output_schema=schema,
+                      annotations=types.ToolAnnotations(read_only_hint=True))
+    write = types.Tool(name="insert_row", description="Inserts a row.",
+                       input_schema={"type": "object"}, output_schema=schema,
+                       annotations=types.ToolAnnotations(read_only_hint=False,
+                                                         destructive_hint=False,
+                                                         idempotent_hint=False))
+    listed = [read, write]
+    listing = guarded_listing(listed, definitions(listed, GuardConfig()))
+    assert listing[0] == read  # unchanged, its schema included
+    assert listing[1].output_schema is None and listing[1].name == "insert_row"
