@@ -63,6 +63,20 @@ def _pieces(text: str) -> str | tuple[str, ...]:
     return tuple(EXPRESSION.split(text))
 
 
+def placeholder_roots(value: Any) -> set[str]:
+    """The first name of every ``{expression}`` in the strings inside ``value`` (``{item.col |
+    cents}`` gives ``item``): what a context must hold for ``value`` to render."""
+    if isinstance(value, str):
+        pieces = _pieces(value)
+        expressions = [pieces] if type(pieces) is str else list(pieces[1::2])
+        return {_expression(e)[1][0] for e in expressions}
+    if isinstance(value, dict):
+        return set().union(*(placeholder_roots(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(placeholder_roots(v) for v in value))
+    return set()
+
+
 MAX_RENDERED_CHARS = 100_000
 """The longest text one template string may render to. Each ``{p}{p}`` doubles the text, so
 forty such parameters would otherwise ask for a terabyte."""

@@ -73,12 +73,22 @@ class InstallSpec(_Strict):
     pip: str | None = None
     version: str = Field(min_length=1)
     executable: str = Field(min_length=1)
+    """The program's name in the install's bin directory (a name, not a path)."""
     python: str | None = None
     """For pip: the interpreter to build the venv with (default: the one running Limbo)."""
     requirements: str | None = None
     """For pip: a requirements file, relative to the adapter's directory, installed with the
     package into the same venv (an agent built with a framework pins the framework's companions
     there); its content is part of the install's identity, so editing it installs anew."""
+
+    @field_validator("executable")
+    @classmethod
+    def _a_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", value):
+            raise ValueError(f"{value!r} is not a program name: executable names the program in "
+                             "the install's own bin directory (letters, digits, '.', '_', '-'), "
+                             "not a path")
+        return value
 
     @field_validator("requirements")
     @classmethod
@@ -103,12 +113,27 @@ class InstallSpec(_Strict):
         return f"{self.pip}=={self.version}"
 
 
+FILE_ROOTS = ("{home}/", "{workdir}/")
+"""Where an adapter may write a file: inside the episode's own temporary directories."""
+
+
 class FileSpec(_Strict):
     """A file written before the run; ``content`` is rendered as ``format``."""
 
     path: str
     format: Literal["json", "toml", "yaml", "text"] = "text"
     content: Any = None
+
+    @field_validator("path")
+    @classmethod
+    def _inside_the_episode(cls, value: str) -> str:
+        """A harness's files go in the episode's temporary home or working directory, which are
+        removed after it: an adapter (a file anyone may share) must not write elsewhere on the
+        machine that runs it."""
+        if not value.startswith(FILE_ROOTS) or ".." in Path(value).parts:
+            raise ValueError(f"{value!r} is outside the episode's directories: a file path "
+                             f"starts with {' or '.join(FILE_ROOTS)} and has no '..'")
+        return value
 
 
 class SourceSpec(_Strict):
@@ -189,7 +214,7 @@ class HarnessSpec(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     description: str = ""
     install: InstallSpec | None = None
-    version_command: list[str] | None = None
+    version_command: list[str] | None = Field(default=None, min_length=1)
     wire: Literal["chat", "responses"] = "chat"
     """What the harness speaks to its model (informational: the gateway must speak it)."""
     model: str | None = None
@@ -219,6 +244,15 @@ class HarnessSpec(_Strict):
     unless it had already finished, is an infrastructure error, like a provider error in the
     scaffold."""
     _file: str = PrivateAttr(default="")
+
+    @field_validator("env")
+    @classmethod
+    def _variable_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name (letters, "
+                                 "digits and _, not starting with a digit)")
+        return value
 
     @field_validator("tool_name")
     @classmethod

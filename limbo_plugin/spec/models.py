@@ -73,7 +73,7 @@ class ReadBack(StrictModel):
 
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
-    items: str | None = None
+    items: str | None = Field(default=None, min_length=1)
     match: dict[str, Any] | str = Field(default_factory=dict)
     per_item: str | None = None
 
@@ -103,7 +103,7 @@ class ToolContract(StrictModel):
     compensation: Compensation | None = None
     irreversible: bool = False
     batch_field: str | None = None
-    record_noun: str = "record"
+    record_noun: str = Field(default="record", min_length=1)
     target_arg: str | None = None
 
     @property
@@ -142,6 +142,9 @@ class ToolSpecModel(StrictModel):
         unknown = [name for name in self.required if name not in self.parameters]
         if unknown:
             raise ValueError(f"required parameters not declared: {', '.join(unknown)}")
+        twice = sorted({name for name in self.required if self.required.count(name) > 1})
+        if twice:
+            raise ValueError(f"required lists {twice[0]!r} twice")
         for name in self.contract.intent_fields:
             if name not in self.parameters:
                 raise ValueError(f"intent field {name!r} is not a parameter")

@@ -21,6 +21,7 @@ from limbo_plugin.errors import SpecError, UsageError
 from limbo_plugin.faults import executors
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
 from limbo_plugin.spec.models import (
+    Compensation,
     ContractVariant,
     DocumentationSpec,
     DocumentationVariant,
@@ -33,6 +34,7 @@ from limbo_plugin.spec.models import (
     ToolSpecModel,
 )
 from limbo_plugin.spec.schemas import schema_problem
+from limbo_plugin.templating import placeholder_roots
 from limbo_plugin.world.services import service_classes
 
 if TYPE_CHECKING:
@@ -145,9 +147,18 @@ class SpecRegistry:
         tools = {t.name: t for s in self.services.values() for t in s.tools}
         for name, spec in self.services.items():
             for i, tool in enumerate(spec.tools):
+                contract: tuple[str | int, ...] = ("tools", i, "contract")
+                if tool.contract.is_write and not tool.contract.intent_fields:
+                    raise docs[name].error(contract, f"write {tool.name!r} names "
+                                           "no intent_fields: every call of it would count as "
+                                           "the same intent; list the parameters that make one "
+                                           "call a different request from another")
                 if tool.contract.read_back is not None:
                     _check_read_back(tool.contract.read_back, tools, docs[name],
-                                     ("tools", i, "contract", "read_back"))
+                                     (*contract, "read_back"), tool)
+                if tool.contract.compensation is not None:
+                    _check_compensation(tool.contract.compensation, tools, docs[name],
+                                        (*contract, "compensation"), tool)
         if FINISH_TOOL not in tools:
             raise SpecError(self.root / "services", f"no service declares the {FINISH_TOOL!r} "
                             "tool an agent ends its episode with (Limbo's services/general.yaml "
@@ -342,10 +353,40 @@ def _pick(kind: str, name: str, table: dict[str, T]) -> T:
         raise UsageError(f"unknown {kind} {name!r}; valid: {valid}") from None
 
 
+def _check_roots(value: Any, known: set[str], doc: LoadedYaml, path: tuple[str | int, ...],
+                 writer: ToolSpecModel, hint: str = "") -> None:
+    """Every ``{placeholder}`` in ``value`` names something the write's call has: else it
+    renders nothing and the query reads back the wrong records, or none."""
+    unknown = sorted(placeholder_roots(value) - known)
+    if unknown:
+        raise doc.error(path, f"{{{unknown[0]}}} is not an argument of {writer.name!r}; valid: "
+                        + ", ".join(sorted(known)) + (hint if unknown[0] == "item" else ""))
+
+
+def _check_compensation(compensation: Compensation, tools: dict[str, ToolSpecModel],
+                        doc: LoadedYaml, path: tuple[str | int, ...],
+                        writer: ToolSpecModel) -> None:
+    """The write that undoes an effect is a write, filled from the effect's arguments and its
+    record's id."""
+    if tools[compensation.tool].contract.read_only_hint:
+        raise doc.error((*path, "tool"), f"compensation tool {compensation.tool!r} is a read: "
+                        "it cannot undo a write")
+    _check_roots(compensation.args, set(writer.parameters) | {"record_id"}, doc,
+                 (*path, "args"), writer)
+
+
 def _check_read_back(back: ReadBack, tools: dict[str, ToolSpecModel], doc: LoadedYaml,
-                     path: tuple[str | int, ...]) -> None:
-    """A read-back must be a read, called with arguments it declares, and say where in its
-    answer the records are: otherwise verification reads nothing, or writes."""
+                     path: tuple[str | int, ...], writer: ToolSpecModel) -> None:
+    """A read-back must be a read, called with arguments it declares, filled from the write's
+    own arguments, and say where in its answer the records are: otherwise verification reads
+    nothing, or writes."""
+    if back.per_item is not None and back.per_item not in writer.parameters:
+        raise doc.error((*path, "per_item"), f"per_item {back.per_item!r} is not a parameter "
+                        f"of {writer.name!r}; its parameters: {', '.join(writer.parameters)}")
+    known = set(writer.parameters) | ({"item"} if back.per_item else set())
+    for part in ("args", "match"):
+        _check_roots(getattr(back, part), known, doc, (*path, part), writer,
+                     "" if back.per_item else " ({item} needs per_item)")
     reader = tools[back.tool]
     if not reader.contract.read_only_hint:
         raise doc.error((*path, "tool"), f"read-back tool {back.tool!r} is a write (its "

@@ -42,7 +42,7 @@ def schema_problem(schema: Mapping[str, Any]) -> SchemaProblem | None:
     except RecursionError:
         return SchemaProblem((), "the schema nests too deeply")
     if plain:
-        return _backtracking_pattern(schema, ())
+        return _backtracking_pattern(schema, ()) or _unsatisfiable(schema, ())
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
@@ -53,7 +53,7 @@ def schema_problem(schema: Mapping[str, Any]) -> SchemaProblem | None:
         return SchemaProblem(path, _describe(error, path))
     except RecursionError:
         return SchemaProblem((), "the schema nests too deeply")
-    return _backtracking_pattern(schema, ())
+    return _backtracking_pattern(schema, ()) or _unsatisfiable(schema, ())
 
 
 def _count(value: Any) -> bool:
@@ -164,6 +164,93 @@ def _backtracking_pattern(value: Any, path: tuple[str | int, ...]) -> SchemaProb
             if found is not None:
                 return found
     return None
+
+
+_BOUNDS = (("minLength", "maxLength", "text"), ("minItems", "maxItems", "list"),
+           ("minProperties", "maxProperties", "object"), ("minimum", "maximum", "number"))
+"""Lower and upper bounds that leave nothing between them when the lower is the larger."""
+
+_JSON_KIND = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+              "array": (list,), "object": (dict,), "null": (type(None),)}
+
+_SUBSCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMA = ("items", "additionalProperties", "contains", "not", "propertyNames", "if",
+              "then", "else", "unevaluatedItems", "unevaluatedProperties")
+_SUBSCHEMA_LISTS = ("prefixItems", "allOf", "anyOf", "oneOf")
+
+
+def _unsatisfiable(schema: Any, path: tuple[str | int, ...]) -> SchemaProblem | None:
+    """A valid schema no value can satisfy, or whose ``enum`` says a value twice: every call of
+    the tool would be refused (or the list means something other than it says), a mistake the
+    meta-schema does not catch. Checked in every subschema."""
+    if not isinstance(schema, Mapping):
+        return None
+    for low, high, kind in _BOUNDS:
+        lo, hi = schema.get(low), schema.get(high)
+        if isinstance(lo, int | float) and isinstance(hi, int | float) and lo > hi:
+            return SchemaProblem((*path, low), f"{low} {lo} is more than {high} {hi}: no "
+                                 f"{kind} fits")
+    lo = schema.get("exclusiveMinimum", schema.get("minimum"))
+    hi = schema.get("exclusiveMaximum", schema.get("maximum"))
+    if (("exclusiveMinimum" in schema or "exclusiveMaximum" in schema)
+            and isinstance(lo, int | float) and isinstance(hi, int | float) and lo >= hi):
+        return SchemaProblem(path, f"the bounds {lo} and {hi} leave no number between them")
+    enum = schema.get("enum")
+    if isinstance(enum, list):
+        problem = _enum_problem(enum, schema.get("type"))
+        if problem is not None:
+            return SchemaProblem((*path, "enum"), problem)
+    return _unsatisfiable_within(schema, path)
+
+
+def _unsatisfiable_within(schema: Mapping[str, Any], path: tuple[str | int, ...]
+                          ) -> SchemaProblem | None:
+    for key in _SUBSCHEMAS:
+        children = schema.get(key)
+        if isinstance(children, Mapping):
+            for name, child in children.items():
+                found = _unsatisfiable(child, (*path, key, name))
+                if found is not None:
+                    return found
+    for key in _SUBSCHEMA:
+        found = _unsatisfiable(schema.get(key), (*path, key))
+        if found is not None:
+            return found
+    for key in _SUBSCHEMA_LISTS:
+        children = schema.get(key)
+        if isinstance(children, list):
+            for i, child in enumerate(children):
+                found = _unsatisfiable(child, (*path, key, i))
+                if found is not None:
+                    return found
+    return None
+
+
+def _enum_problem(enum: list[Any], declared: Any) -> str | None:
+    """What is wrong with an ``enum`` list: empty, a value twice, a value of another type than
+    the schema's ``type`` (then no call could pass both)."""
+    if not enum:
+        return "enum lists no value: no value fits"
+    seen: list[Any] = []
+    for value in enum:
+        if any(value == other and type(value) is type(other) for other in seen):
+            return f"enum lists {value!r} twice"
+        seen.append(value)
+    types = [declared] if isinstance(declared, str) else declared
+    if isinstance(types, list) and all(t in _JSON_KIND for t in types):
+        for value in enum:
+            if not any(_of_kind(value, t) for t in types):
+                return (f"enum value {value!r} is not of the schema's type "
+                        f"({', '.join(types)}): no call could pass both")
+    return None
+
+
+def _of_kind(value: Any, kind: str) -> bool:
+    if kind in ("integer", "number") and isinstance(value, bool):
+        return False
+    if kind == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_KIND[kind])
 
 
 def _describe(error: SchemaError, path: tuple[str | int, ...]) -> str:
