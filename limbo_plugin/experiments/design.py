@@ -35,25 +35,38 @@ def _numbered_from_zero(value: list[int]) -> list[int]:
     return value
 
 
-Templates = Literal["all"] | list[str]
+def _once_each(value: list[str]) -> list[str]:
+    """A name listed twice would cross its dimension with itself: the same episodes twice,
+    under one id, or an arm that means less than it says."""
+    twice = sorted({name for name in value if value.count(name) > 1})
+    if twice:
+        raise ValueError(f"{twice[0]!r} is listed twice")
+    return value
+
+
+Names = Annotated[list[str], Field(min_length=1), AfterValidator(_once_each)]
+"""A non-empty list of names, each once (an empty one selects nothing: leave it out, or say
+``all``)."""
+Templates = Literal["all"] | Names
 Instances = Annotated[list[int], Field(min_length=1, max_length=MAX_INSTANCES),
                       AfterValidator(_numbered_from_zero)]
-FocalWrites = Literal["all"] | list[str]
+FocalWrites = Literal["all"] | Names
 MaxFocalWrites = Annotated[int, Field(ge=1, le=1000)]
-Modes = Literal["all"] | list[str]
-# Each run-configuration list is non-empty and each value is checked by the registry of its field.
+Modes = Literal["all"] | Names
+# Each run-configuration list is non-empty, names each value once, and each value is checked
+# by the registry of its field.
 Contracts = Annotated[list[Annotated[str, validator("contract", also=(FROM_OPTION,))]],
-                      Field(min_length=1)]
+                      Field(min_length=1), AfterValidator(_once_each)]
 Docs = Annotated[list[Annotated[str, validator("docs", also=(FROM_OPTION,))]],
-                 Field(min_length=1)]
+                 Field(min_length=1), AfterValidator(_once_each)]
 Instructions = Annotated[list[Annotated[str, validator("instruction", also=(FROM_OPTION,))]],
-                         Field(min_length=1)]
+                         Field(min_length=1), AfterValidator(_once_each)]
 Conditions = Annotated[list[Annotated[str, validator("condition", also=(FROM_OPTION,))]],
-                       Field(min_length=1)]
+                       Field(min_length=1), AfterValidator(_once_each)]
 Operators = Annotated[list[Annotated[str, validator("operator", also=(FROM_OPTION,))]],
-                      Field(min_length=1)]
+                      Field(min_length=1), AfterValidator(_once_each)]
 Agents = Annotated[list[Annotated[str, validator("agent", also=(FROM_OPTION,))]],
-                   Field(min_length=1)]
+                   Field(min_length=1), AfterValidator(_once_each)]
 
 DIMENSIONS = ("contracts", "docs", "instructions", "conditions", "operators", "agents")
 CONFIG_FIELD = {"contracts": "contract", "docs": "docs", "instructions": "instruction",
@@ -74,7 +87,8 @@ class Design(StrictModel):
     focal_writes: FocalWrites = "all"
     max_focal_writes: MaxFocalWrites | None = None
     modes: Modes = "all"
-    exclude_modes: list[str] = Field(default_factory=list)
+    exclude_modes: Annotated[list[str], AfterValidator(_once_each)] = Field(
+        default_factory=list)
     contracts: Contracts = Field(default_factory=_from_option)
     docs: Docs = Field(default_factory=_from_option)
     instructions: Instructions = Field(default_factory=_from_option)
@@ -98,7 +112,7 @@ class Arm(StrictModel):
     focal_writes: FocalWrites | None = None
     max_focal_writes: MaxFocalWrites | None = None
     modes: Modes | None = None
-    exclude_modes: list[str] | None = None
+    exclude_modes: Annotated[list[str], AfterValidator(_once_each)] | None = None
     contracts: Contracts | None = None
     docs: Docs | None = None
     instructions: Instructions | None = None

@@ -115,6 +115,15 @@ def load_gate(path: str | Path, *, families: Sequence[str] | None = None) -> Gat
     applies."""
     doc = load_yaml(path)
     gate = validate(doc, GateSpec)
+    checks: dict[tuple[str, str, bool, str], int] = {}
+    for i, threshold in enumerate(gate.thresholds):
+        same = (threshold.metric, threshold.family, threshold.max is not None, threshold.judge)
+        if same in checks:
+            raise doc.error(("thresholds", i), f"repeats the check of thresholds[{checks[same]}] "
+                            f"({threshold.metric} of {threshold.family}, "
+                            f"{'max' if same[2] else 'min'}, judged by {threshold.judge}): keep "
+                            "one limit per check")
+        checks[same] = i
     if families is not None:
         known = [*families, ALL_FAULTED]
         for i, threshold in enumerate(gate.thresholds):

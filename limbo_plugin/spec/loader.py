@@ -353,7 +353,7 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
     try:
         validated = model.model_validate(value, context=context)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
+        errors = _relevant(exc.errors(include_url=False), value)
         first = errors[0]
         loc = (*at, *_clean_loc(first["loc"]))
         message = _typed(_at(value, _clean_loc(first["loc"])), first) or _describe(first)
@@ -367,6 +367,18 @@ def validate(doc: LoadedYaml, model: type[ModelT], *, at: PathKey = (),
     if coerced is not None:
         raise doc.error(*coerced)
     return validated
+
+
+def _relevant(errors: list[Any], value: Any) -> list[Any]:
+    """The errors worth saying first: where a field takes a word or a list (``modes: all`` or
+    ``modes: [...]``) and a list was given, what is wrong with the list, not that it is not
+    the word."""
+    def beside_the_point(error: Any) -> bool:
+        raw = _at(value, _clean_loc(error["loc"]))
+        return error.get("type") == "literal_error" and isinstance(raw, list | dict)
+
+    kept = [e for e in errors if not beside_the_point(e)]
+    return kept or errors
 
 
 _NUMERIC_CHECKS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal",
