@@ -167,6 +167,13 @@ class ExperimentSpec(Design):
             check_model_options(value, "model_options:")
         except UsageError as exc:
             raise ValueError(str(exc)) from None
+        from limbo_plugin.scrubbing import is_credential_name
+
+        secret = next((name for name in value if is_credential_name(name)), None)
+        if secret is not None:
+            raise ValueError(f"{secret} is a credential: a spec is committed and shared, so it "
+                             f"holds no secret; pass it as --model-option {secret}=… or in the "
+                             "provider's environment variable")
         return value
 
 

@@ -245,6 +245,21 @@ class FocalTrigger:
         return tool == self.tool and all(args.get(k) == v for k, v in self.where.items())
 
 
+_TIMING_FIELDS = frozenset({"late_delay", "late_delay_s", "late_delay_range_s",
+                            "redelivery_after_s"})
+_EXECUTION_FIELDS: dict[str, frozenset[str]] = {
+    "never": frozenset(), "now": frozenset(), "partial": frozenset(),
+    "late": frozenset({"late_delay", "late_delay_s", "late_delay_range_s"}),
+    "now_and_redeliver": frozenset({"redelivery_after_s"}),
+}
+"""Which timing fields each of Limbo's execute kinds reads."""
+_OUTCOMES: dict[str, tuple[str, ...]] = {
+    "never": ("absent",), "now": ("committed", "none"), "late": ("late",),
+    "partial": ("partial",), "now_and_redeliver": ("duplicated",),
+}
+"""The hidden outcomes each of Limbo's execute kinds makes."""
+
+
 class FaultModeSpec(StrictModel):
     """One fault mode of SPEC §3: what the service does and what the agent sees."""
 
@@ -265,6 +280,46 @@ class FaultModeSpec(StrictModel):
     drifted_api_version: str | None = None
     exactly_once_needs_key: bool = False
     description: str = ""
+
+    @model_validator(mode="after")
+    def _fields_its_execution_reads(self) -> FaultModeSpec:
+        """Limbo's own execute kinds each read some fields and make one hidden outcome: a field
+        another kind reads does nothing here, and an outcome the execution does not make would
+        grade the episode against a world that did not happen."""
+        reads = _EXECUTION_FIELDS.get(self.execute)
+        if reads is None:  # an extension's kind: its executor decides
+            return self
+        for name in sorted(_TIMING_FIELDS - reads):
+            if getattr(self, name) is not None:
+                raise ValueError(f"{name} does nothing under execute {self.execute!r} (it is "
+                                 "read by execute " + " or ".join(
+                                     repr(k) for k, v in _EXECUTION_FIELDS.items() if name in v)
+                                 + ")")
+        made = _OUTCOMES[self.execute]
+        if self.hidden_outcome not in made:
+            raise ValueError(f"hidden_outcome {self.hidden_outcome!r} is not what execute "
+                             f"{self.execute!r} makes ({' or '.join(made)})")
+        return self
+
+    @field_validator("response")
+    @classmethod
+    def _an_answer_agents_can_read(cls, value: dict[str, Any] | None
+                                   ) -> dict[str, Any] | None:
+        """The error an agent sees: its status is what says a 5xx (ambiguous) from a 429 or
+        503 (refused), so it must be a real HTTP status, as a number."""
+        error = value.get("error") if value is not None else None
+        if not isinstance(error, dict):
+            return value
+        status = error.get("status")
+        if status is not None and (type(status) is not int or not 100 <= status <= 599):
+            raise ValueError(f"response error status {status!r} is not an HTTP status (a "
+                             "whole number from 100 to 599)")
+        after = error.get("retry_after_s")
+        if after is not None and (isinstance(after, bool) or not isinstance(after, int | float)
+                                  or not 0 <= after <= MAX_SIM_SECONDS):
+            raise ValueError(f"response error retry_after_s {after!r} is not a number of "
+                             "seconds from 0")
+        return value
 
     @model_validator(mode="after")
     def _late_has_a_delay(self) -> FaultModeSpec:

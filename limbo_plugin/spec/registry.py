@@ -243,6 +243,11 @@ class SpecRegistry:
                 raise doc.error(("modes", i, "execute"),
                                 f"unknown execute kind {mode.execute!r}; valid: "
                                 + ", ".join(executors()))
+            if (mode.family == FAULT_FREE) != (mode.hidden_outcome == "none"):
+                raise doc.error(("modes", i, "family"), f"family {FAULT_FREE!r} holds the "
+                                "fault-free mode alone (hidden_outcome none), and that mode no "
+                                "other family: a faulted episode counted as fault-free, or the "
+                                "other way round, would move every rate")
             self.faults[mode.name] = mode
         free = self.faults.get(FAULT_FREE)
         if FAULT_FREE not in self.families or free is None or free.family != FAULT_FREE:
@@ -257,6 +262,11 @@ class SpecRegistry:
             return
         doc = load_yaml(file)
         self.pools = validate(doc, PoolsSpec).root
+        for name, values in self.pools.items():
+            problem = _pool_problem(name, values)
+            if problem is not None:
+                index, message = problem
+                raise doc.error((name,) if index is None else (name, index), message)
 
     # -- access --------------------------------------------------------------------------------
     def catalog(self, contract: str = "native", docs: str = "default") -> ToolCatalog:
@@ -351,6 +361,39 @@ def _pick(kind: str, name: str, table: dict[str, T]) -> T:
     except KeyError:
         valid = ", ".join(sorted(table)) or "(none)"
         raise UsageError(f"unknown {kind} {name!r}; valid: {valid}") from None
+
+
+def _pool_problem(name: str, values: list[Any]) -> tuple[int | None, str] | None:
+    """What makes a pool draw other than it looks: nothing to draw, a value twice (drawn twice
+    as often), a missing value, rows of different shapes (a template reading ``{row.email}``
+    fails on some instances only) or two rows with one ``id``."""
+    import json
+
+    if not name.isidentifier() or not name.islower():
+        return None, (f"pool name {name!r} is not lower-case letters, digits and _ (a template "
+                      f"names it as {{pools.{name}}})")
+    if not values:
+        return None, f"pool {name!r} is empty: a parameter drawing from it has nothing to draw"
+    seen: dict[str, int] = {}
+    keys = set(values[0]) if isinstance(values[0], dict) else None
+    ids: dict[Any, int] = {}
+    for i, value in enumerate(values):
+        if value is None:
+            return i, f"pool {name!r} holds an empty value (null)"
+        text = json.dumps(value, sort_keys=True, default=str)
+        if text in seen:
+            return i, f"pool {name!r} lists {value!r} twice (also at [{seen[text]}])"
+        seen[text] = i
+        if keys is not None:
+            if not isinstance(value, dict) or set(value) != keys:
+                return i, (f"pool {name!r}: every row has the fields of the first ("
+                           + ", ".join(sorted(keys)) + ")")
+            if "id" in value:
+                if value["id"] in ids:
+                    return i, (f"pool {name!r}: id {value['id']!r} is also the id of "
+                               f"[{ids[value['id']]}]")
+                ids[value["id"]] = i
+    return None
 
 
 def _check_roots(value: Any, known: set[str], doc: LoadedYaml, path: tuple[str | int, ...],

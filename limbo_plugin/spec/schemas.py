@@ -42,7 +42,8 @@ def schema_problem(schema: Mapping[str, Any]) -> SchemaProblem | None:
     except RecursionError:
         return SchemaProblem((), "the schema nests too deeply")
     if plain:
-        return _backtracking_pattern(schema, ()) or _unsatisfiable(schema, ())
+        return (_backtracking_pattern(schema, ()) or _unsatisfiable(schema, ())
+                or _unresolved_ref(schema, schema, ()))
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
@@ -53,7 +54,8 @@ def schema_problem(schema: Mapping[str, Any]) -> SchemaProblem | None:
         return SchemaProblem(path, _describe(error, path))
     except RecursionError:
         return SchemaProblem((), "the schema nests too deeply")
-    return _backtracking_pattern(schema, ()) or _unsatisfiable(schema, ())
+    return (_backtracking_pattern(schema, ()) or _unsatisfiable(schema, ())
+            or _unresolved_ref(schema, schema, ()))
 
 
 def _count(value: Any) -> bool:
@@ -251,6 +253,42 @@ def _of_kind(value: Any, kind: str) -> bool:
     if kind == "integer" and isinstance(value, float):
         return value.is_integer()
     return isinstance(value, _JSON_KIND[kind])
+
+
+def _unresolved_ref(value: Any, root: Any, path: tuple[str | int, ...]) -> SchemaProblem | None:
+    """A ``$ref`` that leads outside the schema (fetched from the network when a call is
+    validated) or to nothing in it (every call then fails to validate, not the agent's)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            here = (*path, key)
+            if key == "$ref" and isinstance(item, str):
+                if not item.startswith("#"):
+                    return SchemaProblem(here, f"$ref {item!r} points outside this schema; a "
+                                         "tool's schema is whole (refer within it, '#/…')")
+                if not _resolves(root, item[1:]):
+                    return SchemaProblem(here, f"$ref {item!r} leads nowhere in this schema")
+            found = _unresolved_ref(item, root, here)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _unresolved_ref(item, root, (*path, i))
+            if found is not None:
+                return found
+    return None
+
+
+def _resolves(root: Any, pointer: str) -> bool:
+    """Whether the JSON pointer (``/$defs/x``; empty: the root) names a part of ``root``."""
+    node = root
+    for token in [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]:
+        if isinstance(node, Mapping) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return pointer == "" or pointer.startswith("/")
 
 
 def _describe(error: SchemaError, path: tuple[str | int, ...]) -> str:
