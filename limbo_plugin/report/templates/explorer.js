@@ -815,6 +815,10 @@
 
   /* -- start --------------------------------------------------------------------------------- */
   function start() {
+    // Opened from limbo view's run list (served under /view/<run>/): a way back to it.
+    if (/^\/view\/[^/]+\//.test(window.location.pathname)) {
+      document.getElementById('all-runs').hidden = false;
+    }
     setupFilters();
     setupCompare();
     readHash();
