@@ -147,6 +147,84 @@ def test_table3_is_whole_at_1280(playwright_chromium: Any, real_report: BuiltRep
     assert box["sticky"] == "sticky"
 
 
+@pytest.fixture(scope="module")
+def every_family(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Table 3 at its widest in the paper: every fault family, three agents with long model
+    names, and a second condition (one more label column): its report's index."""
+    from reportkit import MODE_FAMILY, record, write
+
+    from limbo_plugin.report.build import make_report
+    from limbo_plugin.spec.registry import SpecRegistry
+
+    root = tmp_path_factory.mktemp("every-family")
+    records = [record(template=template, instance=i, fault_mode=mode, agent=agent,
+                      condition=condition, duplicated=i == 0)
+               for agent in ("litellm:openai/gpt-4o-mini-2024-07-18",
+                             "litellm:anthropic/claude-3-5-sonnet-20241022",
+                             "scripted:blind_retry")
+               for condition in ("vanilla", "guard")
+               for mode in MODE_FAMILY for template in ("tpl_a", "tpl_b", "tpl_c")
+               for i in range(2)]
+    path = write(root / "episodes.jsonl", records)
+    registry = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
+    return make_report([path], registry, root / "report").index
+
+
+TABLE3_BOX = """() => {
+  const scroll = document.querySelector('#table3_agents .scroll');
+  const first = scroll.querySelector('tbody td');
+  const before = first.getBoundingClientRect().left;
+  scroll.scrollLeft = scroll.scrollWidth;
+  return {scrollWidth: scroll.scrollWidth, clientWidth: scroll.clientWidth,
+          scrolled: scroll.scrollLeft, boxLeft: scroll.getBoundingClientRect().left,
+          firstBefore: before, firstAfter: first.getBoundingClientRect().left,
+          page: document.documentElement.scrollWidth,
+          window: document.documentElement.clientWidth,
+          families: scroll.querySelectorAll('th.rate').length};
+}"""
+
+
+def test_table3_with_every_family_scrolls_in_its_box(page: Any, every_family: Path) -> None:
+    """Wider than the window (a condition column too): the table scrolls in its own box, the
+    page does not, and the agent column stays in view when the box is scrolled."""
+    page.goto(every_family.as_uri(), wait_until="load")
+    box = page.evaluate(TABLE3_BOX)
+    assert box["families"] == 8 + 3, "eight families, TS, EOS and overclaim"
+    assert box["page"] <= box["window"], "the page itself never scrolls sideways"
+    if page.viewport_size["width"] < 1280:
+        assert box["scrollWidth"] > box["clientWidth"], "a phone scrolls the table's box"
+    if box["scrollWidth"] > box["clientWidth"]:
+        assert box["scrolled"] > 0
+        assert box["firstAfter"] == pytest.approx(box["boxLeft"], abs=1), "first column held"
+
+
+def test_table3_with_every_family_is_whole_at_1280(playwright_chromium: Any, tmp_path: Path,
+                                                   ) -> None:
+    """Every fault family and three agents with long model names, one configuration each:
+    EOS, TS and overclaim in view at 1280 px without scrolling."""
+    from reportkit import MODE_FAMILY, record, write
+
+    from limbo_plugin.report.build import make_report
+    from limbo_plugin.spec.registry import SpecRegistry
+
+    records = [record(template=template, instance=i, fault_mode=mode, agent=agent,
+                      duplicated=i == 0)
+               for agent in ("litellm:openai/gpt-4o-mini-2024-07-18",
+                             "litellm:anthropic/claude-3-5-sonnet-20241022",
+                             "scripted:blind_retry")
+               for mode in MODE_FAMILY for template in ("tpl_a", "tpl_b") for i in range(2)]
+    path = write(tmp_path / "episodes.jsonl", records)
+    registry = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
+    index = make_report([path], registry, tmp_path / "report").index
+    context = playwright_chromium.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(index.as_uri(), wait_until="load")
+    box = page.evaluate(TABLE3_BOX)
+    context.close()
+    assert box["families"] == 8 + 3
+    assert box["scrollWidth"] <= box["clientWidth"], "Table 3 is whole at 1280 px"
+
+
 def test_nothing_scrolls_sideways(page: Any, real_report: BuiltReport) -> None:
     _, uid_a, uid_b = pair(real_report)
     for fragment in ("", f"#episode={uid_b}", f"#compare=agent&a={A}&b={B}",
