@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -91,10 +91,14 @@ def is_being_written(records: Path) -> bool:
     return True
 
 
-def find_runs(root: Path) -> list[Path]:
+def is_records(path: Path) -> bool:
+    """Whether ``path`` is a records file (its first line an episode record) or still empty."""
+    return foreign_file_problem(path) is None
+
+
+def find_runs(root: Path, records: Callable[[Path], bool] = is_records) -> list[Path]:
     """The records files under ``root``, newest first: every ``*.jsonl`` outside hidden
-    folders, reports and Allure's folders whose first line is an episode record (or that is
-    still empty)."""
+    folders, reports and Allure's folders that ``records`` accepts."""
     found: list[Path] = []
     for directory, subdirs, files in os.walk(root):
         here = Path(directory)
@@ -102,7 +106,7 @@ def find_runs(root: Path) -> list[Path]:
                             and not (here / d / "report.json").is_file())
         for name in files:
             path = here / name
-            if name.endswith(".jsonl") and path.is_file() and foreign_file_problem(path) is None:
+            if name.endswith(".jsonl") and path.is_file() and records(path):
                 found.append(path)
     return sorted(found, key=lambda p: (-p.stat().st_mtime_ns, p.as_posix()))
 
@@ -141,18 +145,29 @@ class RunList:
         self.family_order = list(family_order)
         self.gate = gate
         self._cache: dict[Path, tuple[tuple[int, int], RunEntry]] = {}
+        self._sniffed: dict[Path, tuple[tuple[int, int], bool]] = {}
         self._lock = threading.Lock()
 
     def entries(self) -> list[RunEntry]:
         with self._lock:
-            runs = find_runs(self.root)
+            runs = find_runs(self.root, self._is_records)
             entries = [self._entry(path) for path in runs]
             self._cache = {p: v for p, v in self._cache.items() if p in set(runs)}
             return entries
 
+    def _is_records(self, path: Path) -> bool:
+        """:func:`is_records`, sniffed again only when the file changed (the list is read
+        every few seconds; a history of long runs is not read again each time)."""
+        stat = path.stat()
+        key = (stat.st_size, stat.st_mtime_ns)
+        known = self._sniffed.get(path)
+        if known is None or known[0] != key:
+            known = self._sniffed[path] = (key, is_records(path))
+        return known[1]
+
     def records_path(self, relative: str) -> Path | None:
         """The listed run named ``relative``, or ``None`` (never a file outside the list)."""
-        for path in find_runs(self.root):
+        for path in find_runs(self.root, self._is_records):
             if path.relative_to(self.root).as_posix() == relative:
                 return path
         return None
@@ -200,4 +215,4 @@ def describe_run(path: Path, root: Path, family_order: Sequence[str],
 
 
 __all__ = ["Headline", "RunEntry", "RunList", "describe_run", "find_runs", "headlines",
-           "is_being_written"]
+           "is_being_written", "is_records"]

@@ -272,6 +272,14 @@ def test_an_episode_link_lands_on_the_episode(page: Any, real_report: BuiltRepor
     assert_lands(page, "#detail h3", "the episode after a hash change")
 
 
+def test_a_filter_link_lands_on_the_explorer(page: Any, real_report: BuiltReport) -> None:
+    open_at(page, url(real_report, "#family=late_commit&outcome=duplicate"))
+    assert_lands(page, "#explorer", "a shared filter")
+    count = page.inner_text("#count")
+    assert count.endswith(f"of {len(real_report.records)} episodes")
+    assert 0 < int(count.split()[0]) < len(real_report.records)
+
+
 def test_a_comparison_link_lands_on_the_comparison(page: Any, real_report: BuiltReport,
                                                    tmp_path: Path) -> None:
     open_at(page, url(real_report, f"#compare=agent&a={A}&b={B}"))
