@@ -200,6 +200,8 @@ def test_the_run_list_in_a_browser(home: tuple[Home, Path], playwright_chromium:
         assert page.inner_text(f"{row} td.episodes") == "5"
         assert page.inner_text(f"{row} .badge.writing") == "writing"
         assert page.evaluate("document.documentElement.scrollWidth") <= width
+        assert page.evaluate("document.querySelector('.scroll').scrollWidth") <= width, \
+            "every column of the list in view"
         shot = tmp_path / f"runs-{width}.png"
         page.screenshot(path=str(shot))
         keep(shot)
