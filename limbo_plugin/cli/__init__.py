@@ -10,7 +10,7 @@
     limbo report [RECORDS…] [--out reports/report]
     limbo merge OUT IN…
     limbo reproduce [--agents A,…] [--small] [--yes] [--print]
-    limbo view [RECORDS…] [--out reports/report] [--port N] [--no-browser]
+    limbo view [--reports reports] [--gate GATE] | RECORDS… [--out reports/report] [--port N]
     limbo allure [RESULTS] [--out reports/allure-report] [--no-serve]
     limbo mcp --url URL [--token TOKEN] [--transport stdio|streamable-http]
     limbo harness list | install [codex|copilot|hermes …]

@@ -7,9 +7,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from limbo_plugin.cli.common import Subcommands, registry_of
+from limbo_plugin.errors import UsageError
 from limbo_plugin.records import DEFAULT_RECORDS
+
+if TYPE_CHECKING:
+    from limbo_plugin.report.run_list import RunList
 
 
 def register(sub: Subcommands) -> None:
@@ -32,7 +37,7 @@ def register(sub: Subcommands) -> None:
 
     add_rho_argument(view.add_parser(sub, DEFAULT_RECORDS, "reports/report")).set_defaults(
         handler=lambda args: view.run_view(args, lambda records, out: build_report(
-            args, records, out)))
+            args, records, out), lambda root, gate: run_list(args, root, gate)))
 
     merge = sub.add_parser("merge", help="merge the record files of a sharded run "
                            "(--limbo-shard) into one; idempotent")
@@ -83,6 +88,31 @@ def build_report(args: argparse.Namespace, records: Sequence[str], out: str) -> 
     require("report", "limbo report")
     return make_report(records, registry_of(args), out,
                        rho=getattr(args, "rho", "configuration")).lines()
+
+
+def run_list(args: argparse.Namespace, root: Path, gate_option: str | None
+             ) -> tuple[RunList, str | None]:
+    """``limbo view``'s run list of ``root``, judged by ``--gate`` (by default the specs'
+    ``gates/release.yaml`` when there is one; ``none``: no verdict). A gate that does not load
+    is one line, before anything is served."""
+    from limbo_plugin.extras import require
+    from limbo_plugin.report.gate import load_gate
+    from limbo_plugin.report.run_list import RunList
+    from limbo_plugin.spec.registry import default_specs_dir
+
+    require("report", "limbo view")
+    registry = registry_of(args)
+    if gate_option is None:
+        default = (Path(args.specs) if args.specs else default_specs_dir()) / "gates" \
+            / "release.yaml"
+        path = default if default.is_file() else None
+    else:
+        path = None if gate_option == "none" else Path(gate_option)
+    if path is not None and not path.is_file():
+        raise UsageError(f"--gate {path}: no such file; give a gate spec (e.g. "
+                         "specs/gates/release.yaml) or none")
+    gate = load_gate(path, families=registry.family_order) if path is not None else None
+    return RunList(root, registry.family_order, gate), gate.name if gate else None
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

@@ -223,7 +223,7 @@ def figure_contracts(table: Table, directory: Path) -> Drawn:
             value = row.get(column)
             cells[j] = value if isinstance(value, RateCell) else None
             _bars(ax, classes, [(name, cells)], look=style(j), width=0.8)
-        _legend_right(ax, title=table.column(column).title)
+        _legend_right(ax, title=f"contract class ({table.column(column).title} contract)")
         what = "one colour per contract class (legend)"
     else:
         series = [(table.column(c).title, [r.get(c) for r in rows]) for c in columns]

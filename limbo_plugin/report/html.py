@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.records import make_test_id
 from limbo_plugin.report.facets import outcome_of
@@ -30,7 +31,19 @@ from limbo_plugin.report.load import EpisodeRow, LoadedRecords, read_raw_lines
 from limbo_plugin.report.render import format_cell
 from limbo_plugin.report.tables.base import RateCell, Result, Skipped, Table
 
+if TYPE_CHECKING:
+    from markupsafe import Markup
+
 CHUNK_SIZE = 200
+HEADLINE = ("table3_agents", "dup_by_family")
+"""What the page opens with: the duplicate rate by agent and fault family with its intervals
+(Table 3) and its figure (Figure 2); every other result follows."""
+REFERENCE = ("table1_tools", "table2_fault_modes", "table11_descriptions")
+"""The tables that describe the benchmark rather than these records (the paper's Tables 1, 2
+and 11, from the specs): last on the page, collapsed, with the skipped list."""
+PT_TO_PX = 4 / 3
+"""CSS pixels per point: a figure shown at its natural size prints its 9 pt text at 12 px,
+the same in every card."""
 TEMPLATES = Path(__file__).parent / "templates"
 ASSETS = ("explorer.js", "report.css")
 INDEX_FIELDS = ("uid", "test_id", "episode_id", "agent", "contract", "docs", "instruction",
@@ -111,6 +124,34 @@ def _cell_html(cell: Any, column: Any) -> dict[str, Any]:
     return {"main": text, "detail": "", "title": ""}
 
 
+def _breakable(text: str) -> Markup:
+    """A column title that may wrap after an underscore (``dup misleading_500``): headers
+    wrap instead of widening a table past the window."""
+    from markupsafe import Markup, escape  # jinja2's, on the report path only
+
+    return Markup("_<wbr>").join(escape(part) for part in str(text).split("_"))
+
+
+def svg_size(path: Path) -> tuple[int, int] | None:
+    """The figure's natural size in CSS pixels (from the SVG's ``width``/``height`` in pt), so
+    the page reserves its room before it loads (an anchor below it lands where it should) and
+    shows every figure at one scale."""
+    head = path.read_text(encoding="utf-8", errors="replace")[:2000]
+    found = re.search(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"', head)
+    if found is None:
+        return None
+    return (round(float(found.group(1)) * PT_TO_PX), round(float(found.group(2)) * PT_TO_PX))
+
+
+def _figure_entry(figure: Figure, out: Path) -> dict[str, Any]:
+    svg = next(p for p in figure.files if p.suffix == ".svg")
+    png = next(p for p in figure.files if p.suffix == ".png")
+    size = svg_size(svg)
+    return {"id": figure.id, "title": figure.title, "caption": figure.caption,
+            "svg": svg.relative_to(out).as_posix(), "png": png.relative_to(out).as_posix(),
+            "width": size[0] if size else None, "height": size[1] if size else None}
+
+
 def render_html(out: Path, loaded: LoadedRecords, tables: Sequence[Result],
                 figures: Sequence[FigureResult], messages: Sequence[str]) -> Path:
     from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -125,15 +166,19 @@ def render_html(out: Path, loaded: LoadedRecords, tables: Sequence[Result],
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True,
                       lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["cell"] = _cell_html
+    env.filters["breakable"] = _breakable
     shown = [t for t in tables if isinstance(t, Table)]
     skipped = [t for t in [*tables, *figures] if isinstance(t, Skipped)]
-    drawn = [f for f in figures if isinstance(f, Figure)]
+    drawn = [_figure_entry(f, out) for f in figures if isinstance(f, Figure)]
+    headline = next((t for t in shown if t.id == HEADLINE[0]), None)
+    missing = next((t.reason for t in tables if isinstance(t, Skipped) and t.id == HEADLINE[0]),
+                   "no table of results by agent")
     html = env.get_template("report.html.j2").render(
-        tables=shown, skipped=skipped, figures=[
-            {"id": f.id, "title": f.title, "caption": f.caption,
-             "svg": next(p for p in f.files if p.suffix == ".svg").relative_to(out).as_posix(),
-             "png": next(p for p in f.files if p.suffix == ".png").relative_to(out).as_posix()}
-            for f in drawn],
+        headline=headline, headline_missing=missing,
+        headline_figure=next((f for f in drawn if f["id"] == HEADLINE[1]), None),
+        tables=[t for t in shown if t.id not in (*HEADLINE, *REFERENCE)],
+        reference=[t for t in shown if t.id in REFERENCE],
+        figures=[f for f in drawn if f["id"] != HEADLINE[1]], skipped=skipped,
         messages=messages, episodes=len(loaded.rows), chunks=chunks,
         sources=[p.name for p in loaded.sources])
     index = out / "index.html"

@@ -4,7 +4,9 @@ pytest project for end-to-end runs."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from reportkit import Browser, BuiltReport, find_chromium
@@ -41,6 +43,23 @@ def browser(tmp_path: Path) -> Browser:
         pytest.skip("no chromium on this machine (apt-get install -y chromium; .ci/run "
                     "installs it)")
     return Browser(executable, tmp_path / "chromium-profile")
+
+
+@pytest.fixture(scope="session")
+def playwright_chromium() -> Iterator[Any]:
+    """Debian's chromium driven by Playwright (over the DevTools protocol): viewports of a
+    given size, navigation, scrolling and geometry, one browser for the session."""
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("no chromium on this machine (apt-get install -y chromium; .ci/run "
+                    "installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="pip install -e '.[dev]' -c constraints.txt")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable,
+                                             args=["--no-sandbox", "--disable-gpu"])
+        yield browser
+        browser.close()
 
 
 @pytest.fixture

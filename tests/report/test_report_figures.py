@@ -156,5 +156,7 @@ def test_the_contract_figure_tells_its_classes_apart(tmp_path: Path,
     assert legend is not None
     names = [t.get_text() for t in legend.get_texts()]
     assert len(names) == len(set(names)) == 2
+    # The legend says what its entries are, not only the contract variant's name.
+    assert legend.get_title().get_text() == "contract class (native contract)"
     colours = {tuple(p.get_facecolor()) for p in ax.patches if p.get_height() > 0}
     assert len(colours) == 2

@@ -15,7 +15,7 @@
   var PAGE = 100;
   var chunks = {};
   var waiting = {};
-  var state = { filters: {}, q: '', page: 0, episode: null };
+  var state = { filters: {}, q: '', page: 0, episode: null, pair: null };
   var matches = [];
 
   function value(row, name) {
@@ -176,6 +176,7 @@
       form.elements[name].value = state.filters[name];
     });
     state.episode = params.get('episode');
+    state.pair = params.get('pair');
     if (params.get('compare') && INDEX.values[params.get('compare')]) {
       compare.field = params.get('compare');
       compare.a = params.get('a') || '';
@@ -189,6 +190,7 @@
       if (state.filters[name]) { params.set(name, state.filters[name]); }
     });
     if (state.episode) { params.set('episode', state.episode); }
+    if (state.pair) { params.set('pair', state.pair); }
     if (compare.field) {
       params.set('compare', compare.field);
       params.set('a', compare.a);
@@ -233,6 +235,7 @@
     if (!row) {
       showError('No episode ' + wanted + ' in this report. Give the id pytest prints ' +
         '(e.g. ' + INDEX.rows[0][COL.test_id] + ') or pick one from the list.');
+      reveal(document.getElementById('detail'));  // said where the reader lands
       return;
     }
     var uid = row[COL.uid];
@@ -244,11 +247,101 @@
     loadChunk(row[COL.chunk], function (records) {
       renderDetail(uid, records[uid]);
       var detail = document.getElementById('detail');
-      if (!remember) {
-        document.getElementById('explorer').scrollIntoView();
-      } else if (detail.getBoundingClientRect().top < headerHeight()) {
-        detail.scrollIntoView();  // its title under the sticky header otherwise
+      var top = detail.getBoundingClientRect().top;
+      // A link lands on the episode itself (on a phone it is below the list); a click in the
+      // list scrolls only when the title would be under the sticky header or below the fold.
+      if (!remember || top < headerHeight() || top > window.innerHeight * 0.6) {
+        reveal(detail);
       }
+    });
+  }
+
+  function reveal(node) {
+    // Open any collapsed <details> around it, then bring it to the top of the window.
+    for (var up = node.parentElement; up; up = up.parentElement) {
+      if (up.tagName === 'DETAILS' && !up.open) { up.open = true; }
+    }
+    node.scrollIntoView();
+  }
+
+  function notice(message) {
+    var box = document.getElementById('notice');
+    if (!box) { return; }
+    box.querySelector('span').textContent = message;
+    box.hidden = false;
+  }
+
+  /* -- landing: every link opens where its target is -------------------------------------- */
+  var PARAMS = FILTERS.concat(['q', 'episode', 'pair', 'compare', 'a', 'b']);
+
+  function land() {
+    var raw = window.location.hash.replace(/^#/, '');
+    if (!raw) { return; }
+    if (raw.indexOf('=') < 0) {
+      var id = decodeURIComponent(raw);
+      var target = document.getElementById(id);
+      if (target) { reveal(target); return; }
+      notice('No section "' + id + '" in this report; you are at its top. The results are ' +
+        'here; "More results" lists every table and figure.');
+      return;
+    }
+    var params = new URLSearchParams(raw);
+    var unknown = [];
+    params.forEach(function (v, k) { if (PARAMS.indexOf(k) < 0) { unknown.push(k); } });
+    if (unknown.length) {
+      notice('This link names ' + unknown.join(', ') + ', which the report does not know; ' +
+        'it understands ' + PARAMS.join(', ') + '.');
+    }
+    var field = params.get('compare');
+    if (field && !compare.field) {
+      notice('No configuration field "' + field + '" to compare in these records' +
+        (compareFields().length ? '; choose from ' + compareFields().join(', ') + '.' : '.'));
+    }
+    if (state.pair) { return; }  // openPair lands on the pair
+    if (state.episode) { return; }  // openEpisode lands on the episode (or its error)
+    if (compare.field) { reveal(document.getElementById('compare')); return; }
+    var filtered = FILTERS.some(function (name) { return params.get(name); });
+    if (filtered || params.get('q')) { reveal(document.getElementById('explorer')); }
+  }
+
+  /* -- two traces of one world side by side --------------------------------------------- */
+  function openPair(pair) {
+    var box = document.getElementById('pair');
+    var uids = String(pair).split(',');
+    var rows = uids.map(findEpisode);
+    box.textContent = '';
+    box.hidden = false;
+    var close = el('button', { type: 'button', text: 'close' });
+    close.addEventListener('click', function () {
+      state.pair = null;
+      box.hidden = true;
+      box.textContent = '';
+      writeHash();
+    });
+    if (uids.length !== 2 || !rows[0] || !rows[1]) {
+      box.appendChild(el('div', { 'class': 'pair-bar' }, el('p', { 'class': 'empty error',
+        text: 'No pair of episodes ' + pair + ' in this report: a side-by-side link names ' +
+          'two episodes, "pair=<A>,<B>", as the comparison\'s links do.' }), close));
+      box.setAttribute('data-error', 'true');
+      reveal(box);
+      return;
+    }
+    box.removeAttribute('data-error');
+    box.appendChild(el('div', { 'class': 'pair-bar' },
+      el('strong', { text: 'The same world, side by side: ' + rows[0][COL.episode_id] }), close));
+    var sides = rows.map(function (row, i) {
+      var side = el('div', { 'class': 'side', 'data-side': i ? 'B' : 'A',
+                             'data-episode': row[COL.uid] });
+      box.appendChild(side);
+      return side;
+    });
+    var left = 2;
+    rows.forEach(function (row, i) {
+      loadChunk(row[COL.chunk], function (records) {
+        renderEpisode(sides[i], row[COL.uid], records[row[COL.uid]], false);
+        left -= 1;
+        if (!left) { reveal(box); }
+      });
     });
   }
 
@@ -386,10 +479,20 @@
     detail.textContent = '';
     detail.removeAttribute('data-error');
     if (!record) { showError('Episode ' + uid + ' is missing from its data chunk.'); return; }
+    detail.setAttribute('data-episode', uid);
+    renderEpisode(detail, uid, record, true);
+  }
+
+  function renderEpisode(detail, uid, record, main) {
+    // The opened episode (main: its parts carry ids links point at) or one side of a pair.
+    if (!record) {
+      detail.appendChild(el('p', { 'class': 'empty error',
+        text: 'Episode ' + uid + ' is missing from its data chunk.' }));
+      return;
+    }
     var row = INDEX.rows.find(function (r) { return r[COL.uid] === uid; });
     var outcome = value(row, 'outcome');
     var info = attribute(record);
-    detail.setAttribute('data-episode', uid);
     detail.appendChild(el('h3', { text: record.episode_id }));
     detail.appendChild(el('p', { 'class': 'config', text: 'agent ' + record.agent +
       ' · contract ' + record.contract + ' · condition ' + record.condition + ' · docs ' +
@@ -410,18 +513,19 @@
     if (lines.length) {
       var list = el('ul');
       lines.forEach(function (line) { list.appendChild(el('li', { text: line })); });
-      detail.appendChild(el('div', { 'class': 'why', id: 'why' },
+      detail.appendChild(el('div', main ? { 'class': 'why', id: 'why' } : { 'class': 'why' },
         el('h4', { text: record.duplicates ? 'Why it duplicated' : 'What went wrong' }), list));
     }
     var columns = el('div', { 'class': 'columns' });
-    columns.appendChild(el('div', null, el('h4', { text: 'Timeline' }), timeline(record, info)));
-    columns.appendChild(el('div', null, el('h4', { text: 'Ledger' }), ledger(record, info),
+    columns.appendChild(el('div', null, el('h4', { text: 'Timeline' }),
+      timeline(record, info, main)));
+    columns.appendChild(el('div', null, el('h4', { text: 'Ledger' }), ledger(record, info, main),
       el('h4', { text: 'Required effects' }), effects(record), finalReport(record)));
     detail.appendChild(columns);
   }
 
-  function timeline(record, info) {
-    var list = el('ol', { 'class': 'timeline', id: 'timeline' });
+  function timeline(record, info, main) {
+    var list = el('ol', main ? { 'class': 'timeline', id: 'timeline' } : { 'class': 'timeline' });
     var items = [];
     var byCall = {};
     Object.keys(info).forEach(function (seq) {
@@ -480,7 +584,7 @@
       (e.undone_at != null ? ' (undone at ' + secs(e.undone_at) + ')' : ''));
   }
 
-  function ledger(record, info) {
+  function ledger(record, info, main) {
     var body = el('tbody');
     (record.ledger || []).forEach(function (e) {
       var entry = info[e.seq];
@@ -500,7 +604,7 @@
     if (!(record.ledger || []).length) {
       body.appendChild(el('tr', null, el('td', { colspan: '4', text: 'No effect committed.' })));
     }
-    return el('table', { 'class': 'ledger', id: 'ledger' },
+    return el('table', main ? { 'class': 'ledger', id: 'ledger' } : { 'class': 'ledger' },
       el('thead', null, el('tr', null, el('th', { text: '# · t' }), el('th', { text: 'tool' }),
         el('th', { text: 'records · origin' }), el('th', { text: 'status' }))),
       body);
@@ -569,7 +673,7 @@
 
   function setupCompare() {
     var form = document.getElementById('compare-form');
-    var fields = CONFIG.filter(function (name) { return INDEX.values[name].length > 1; });
+    var fields = compareFields();
     if (!fields.length) {
       document.getElementById('compare-result').appendChild(el('p', { 'class': 'hint',
         text: 'These records hold one configuration: give limbo report the records of two ' +
@@ -599,6 +703,10 @@
         renderCompare();
       }
     });
+  }
+
+  function compareFields() {
+    return CONFIG.filter(function (name) { return INDEX.values[name].length > 1; });
   }
 
   function fillSides() {
@@ -686,9 +794,18 @@
         event.preventDefault();
         openEpisode(flip.a[COL.uid], true);
       });
+      var both = flip.a[COL.uid] + ',' + flip.b[COL.uid];
+      var pair = el('a', { href: '#', 'class': 'side-by-side', 'data-pair': both,
+                           text: 'side by side' });
+      pair.addEventListener('click', function (event) {
+        event.preventDefault();
+        state.pair = both;
+        writeHash();
+        openPair(both);
+      });
       list.appendChild(el('li', { 'data-worse': flip.worse ? 'true' : 'false' },
         badge(flip.worse ? 'B duplicated' : 'A duplicated', flip.worse ? 'duplicate' : 'passed'),
-        open, ' · ', counterpart));
+        open, ' · ', counterpart, ' · ', pair));
     });
     out.appendChild(el('p', { 'class': 'count', text: flips.length + ' world(s) where one ' +
       'duplicated and the other did not (A: ' + compare.field + ' ' + compare.a + ', B: ' +
@@ -698,6 +815,10 @@
 
   /* -- start --------------------------------------------------------------------------------- */
   function start() {
+    // Opened from limbo view's run list (served under /view/<run>/): a way back to it.
+    if (/^\/view\/[^/]+\//.test(window.location.pathname)) {
+      document.getElementById('all-runs').hidden = false;
+    }
     setupFilters();
     setupCompare();
     readHash();
@@ -708,6 +829,11 @@
       renderCompare();
     }
     if (state.episode) { openEpisode(state.episode, false); }
+    if (state.pair) { openPair(state.pair); }
+    land();
+    document.querySelector('#notice button').addEventListener('click', function () {
+      document.getElementById('notice').hidden = true;
+    });
     document.addEventListener('keydown', function (event) {
       // j / k (or the arrow keys) step through the filtered episodes, as in a mail reader.
       var target = event.target && event.target.tagName;
@@ -722,9 +848,17 @@
       openEpisode(matches[next][COL.uid], true);
     });
     window.addEventListener('hashchange', function () {
+      document.getElementById('notice').hidden = true;
       readHash();
       refresh();
+      if (compare.field) {
+        document.getElementById('compare').open = true;
+        fillSides();
+        renderCompare();
+      }
       if (state.episode) { openEpisode(state.episode, false); }
+      if (state.pair) { openPair(state.pair); }
+      land();
     });
   }
 
