@@ -89,8 +89,23 @@ def make_python_agent(target: str, options: AgentOptions | None = None) -> Agent
     if not isinstance(getattr(agent, "name", None), str):
         with contextlib.suppress(AttributeError):  # e.g. __slots__
             agent.name = f"python:{target}"
-    checked: Agent = agent
-    return checked
+    return ContainedAgent(agent, f"python:{target}")
+
+
+class ContainedAgent:
+    """A ``python:`` agent whose processes end with its episode
+    (:func:`~limbo_plugin.agent_processes.ended_with_the_episode`)."""
+
+    def __init__(self, agent: Any, name: str) -> None:
+        self.agent = agent
+        found = getattr(agent, "name", None)
+        self.name = found if isinstance(found, str) else name
+
+    def run(self, session: Any) -> None:
+        from limbo_plugin.agent_processes import ended_with_the_episode
+
+        with ended_with_the_episode():
+            self.agent.run(session)
 
 
 def _takes_an_argument(factory: Any) -> bool:

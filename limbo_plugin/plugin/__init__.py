@@ -76,6 +76,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from limbo_plugin.plugin.worker_watch import watch_workers
 
     config.pluginmanager.register(ScrubbedReports(), "limbo-scrub-reports")
+    from limbo_plugin.plugin.leftover_threads import LeftoverThreads
+
+    config.pluginmanager.register(LeftoverThreads(), "limbo-leftover-threads")
     watch_workers(config, limbo.settings.records_path, limbo.settings.episode_timeout)
     run = limbo.run
     if not limbo.settings.is_worker:

@@ -1,0 +1,64 @@
+"""A run ends when its episodes end, whatever threads an agent left running.
+
+A ``python:`` agent runs inside the test process (``limbo_plugin.agents.python_agent``), and a
+thread it starts and never stops, unless it is a daemon, keeps the interpreter alive after the
+last record: Python joins every such thread at exit, and a CI job then hangs until its own
+time limit. At the very end of the run (the last ``pytest_unconfigure``), :class:`LeftoverThreads`
+gives those threads :data:`GRACE_S` seconds to finish; if some are still running it names them
+on stderr and ends the process with the run's own exit status, its records, reports and
+summaries already written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+GRACE_S = 10.0
+"""How long the run waits, after its last report, for threads that would keep it alive."""
+
+
+def blocking_threads() -> list[threading.Thread]:
+    """Threads Python would wait for at exit: alive, not daemons, not the main one."""
+    main = threading.main_thread()
+    return [t for t in threading.enumerate() if t is not main and not t.daemon and t.is_alive()]
+
+
+def wait_for(threads: list[threading.Thread], grace_s: float) -> list[threading.Thread]:
+    """Join ``threads`` for at most ``grace_s`` seconds in all; those still alive."""
+    deadline = time.monotonic() + grace_s
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [t for t in threads if t.is_alive()]
+
+
+class LeftoverThreads:
+    """The plugin: remembers the run's exit status, and ends a process threads would keep."""
+
+    def __init__(self, grace_s: float = GRACE_S) -> None:
+        self.grace_s = grace_s
+        self.status = 0
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.status = int(exitstatus)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        threads = blocking_threads()
+        if not threads:
+            return
+        left = wait_for(threads, self.grace_s)
+        if not left:
+            return
+        names = ", ".join(sorted(t.name for t in left))
+        sys.stdout.flush()
+        sys.stderr.write(f"limbo: {len(left)} thread(s) an agent started were still running "
+                         f"{self.grace_s:g} s after the last episode ({names}); the run ends "
+                         "without them (start such threads as daemons, or stop them when "
+                         "run() returns)\n")
+        sys.stderr.flush()
+        os._exit(self.status)

@@ -1,0 +1,102 @@
+"""What a ``python:`` agent leaves behind does not outlive its run: processes it started (and
+the processes those started) end with its episode, and a non-daemon thread it never stops does
+not keep the run alive after its last record (it is named, and the run ends with its own exit
+status)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+FINISH = ('session.call("finish", {"status": "completed", "summary": "done", '
+          '"uncertain_operations": []})')
+
+SPAWNING_AGENT = f"""\
+import os
+import subprocess
+import sys
+
+
+class Spawns:
+    name = "spawns"
+
+    def run(self, session):
+        # a child that sleeps, and a grandchild left behind when its parent exits at once
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        orphan = subprocess.Popen([sys.executable, "-c",
+                                   "import subprocess, sys; subprocess.Popen([sys.executable, "
+                                   "'-c', 'import time; time.sleep(600)'], "
+                                   "start_new_session=True); print('spawned')"])
+        orphan.wait()
+        with open(os.environ["LIMBO_TEST_PIDS"], "a") as out:
+            out.write(f"{{sleeper.pid}}\\n")
+        {FINISH}
+"""
+
+THREAD_AGENT = f"""\
+import threading
+import time
+
+
+class Lingers:
+    name = "lingers"
+
+    def run(self, session):
+        threading.Thread(target=time.sleep, args=(600,), name="agent-poller").start()
+        {FINISH}
+"""
+
+
+def _python_processes_sleeping(marker: str) -> list[int]:
+    """Processes of this machine whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                command = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in command:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="counts processes through /proc")
+def test_the_processes_an_agent_starts_end_with_its_episode(project: pytest.Pytester,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    marker = "time.sleep(600)"
+    before = set(_python_processes_sleeping(marker))
+    pids = project.path / "pids.txt"
+    monkeypatch.setenv("LIMBO_TEST_PIDS", str(pids))
+    (project.path / "spawning_agent.py").write_text(SPAWNING_AGENT)
+    result = project.runpytest_subprocess(
+        "--experiment", "small", "-k", "incident_open and lost_ack",
+        "--agent", "python:spawning_agent:Spawns")
+    lines = (project.path / "reports" / "episodes.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["error"] is None, result.stdout.str()
+    assert pids.read_text().strip()  # the agent did start its processes
+    left = set(_python_processes_sleeping(marker)) - before
+    assert not left, f"still running after the run: {left}"
+
+
+@pytest.mark.slow
+def test_a_thread_an_agent_leaves_does_not_keep_the_run_alive(project: pytest.Pytester) -> None:
+    (project.path / "thread_agent.py").write_text(THREAD_AGENT)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--experiment", "small", "-k",
+         "incident_open and lost_ack", "--agent", "python:thread_agent:Lingers", "-p",
+         "no:cacheprovider"], cwd=project.path, capture_output=True, text=True,
+        timeout=300)  # a hang limit: the thread sleeps for 600 s
+    # the run's own exit status: its one episode failed (the agent finished without the task)
+    assert "1 failed" in done.stdout and done.returncode == 1, done.stdout[-2000:]
+    assert "1 thread(s) an agent started were still running" in done.stderr
+    assert "agent-poller" in done.stderr
+    records = (project.path / "reports" / "episodes.jsonl").read_text().splitlines()
+    assert len(records) == 1
