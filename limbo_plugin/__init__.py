@@ -65,7 +65,7 @@ _EXPORTS = {
     "make_report": "limbo_plugin.report.build",
     "summarize": "limbo_plugin.report.aggregate",
     "compare_runs": "limbo_plugin.report.compare",
-    "read_records": "limbo_plugin.report.record_files",
+    "read_records": "limbo_plugin.store.read",
     "load_gate": "limbo_plugin.report.gate",
     "run_gate": "limbo_plugin.report.gate",
 }
@@ -93,10 +93,10 @@ if TYPE_CHECKING:
     from limbo_plugin.report.build import make_report
     from limbo_plugin.report.compare import compare_runs
     from limbo_plugin.report.gate import load_gate, run_gate
-    from limbo_plugin.report.record_files import read_records
     from limbo_plugin.runconfig import RunConfig
     from limbo_plugin.sandbox import Sandbox
     from limbo_plugin.spec.registry import SpecRegistry
+    from limbo_plugin.store.read import read_records
     from limbo_plugin.toolapi import ToolCall, ToolResult
 
 

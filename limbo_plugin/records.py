@@ -35,7 +35,7 @@ class Documented(BaseModel):
     Schema (``docs/episode-record.schema.json``) and field table (``docs/records.md``) say what
     each field means from the one place that defines it.
 
-    The docstrings are read when the schema is made (:func:`limbo_plugin.report.record_schema.
+    The docstrings are read when the schema is made (:func:`limbo_plugin.store.schema.
     documented`), not when the models are defined: pydantic's ``use_attribute_docstrings``
     parses the module's source once per model, which cost every run about 40 ms of start-up.
     """

@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("contracts", ("contracts", "readback")),
     ("world", ("world",)),
     ("record", ("records",)),
+    ("record store", ("store",)),
     ("transport", ("faults",)),
     ("specs", ("spec.registry", "tasks")),
     ("grading", ("grading",)),
@@ -143,7 +144,7 @@ def test_importing_the_plugin_stays_cheap() -> None:
 
 def test_the_record_layer_is_the_only_module_called_records() -> None:
     """``records`` is the record layer (``EpisodeRecord``); the report's record *files* live in
-    ``report/record_files.py``, so an import of "records" never means two things."""
+    ``store/files.py``, so an import of "records" never means two things."""
     assert [module_name(p) for p in sources() if p.stem == "records"] == ["records"]
 
 

@@ -86,14 +86,14 @@ def build_report(args: argparse.Namespace, records: Sequence[str], out: str) -> 
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from limbo_plugin.report.merge import merge_records
+    from limbo_plugin.store.merge import merge_records
 
     print("\n".join(merge_records(args.out, args.inputs).lines()))
     return 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from limbo_plugin.report.record_schema import field_tables, schema_text
+    from limbo_plugin.store.schema import field_tables, schema_text
 
     sys.stdout.write(field_tables() if args.fields else schema_text())
     return 0

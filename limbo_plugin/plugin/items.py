@@ -230,7 +230,7 @@ class EpisodeItem(pytest.Item):
         import sys
 
         from limbo_plugin.records import record_line
-        from limbo_plugin.report.abandoned import keep_abandoned
+        from limbo_plugin.store.abandoned import keep_abandoned
 
         limbo: Limbo = self.config.stash[STATE]
         record.run_id = limbo.run.run_id

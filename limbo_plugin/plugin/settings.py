@@ -26,14 +26,14 @@ from limbo_plugin.records import RUN_FIELDS
 if TYPE_CHECKING:
     from limbo_plugin.agents.options import AgentOptions
     from limbo_plugin.plugin.items import SkipReason
-    from limbo_plugin.report.custody import RecordsLock
     from limbo_plugin.report.gate import GateResult, GateSpec
-    from limbo_plugin.report.outcomes import Outcome
-    from limbo_plugin.report.record_files import CostMeter, RecordWriter
     from limbo_plugin.runconfig import RunConfig
     from limbo_plugin.sampling import Sample
     from limbo_plugin.sharding import Shard
     from limbo_plugin.spec.registry import SpecRegistry
+    from limbo_plugin.store.custody import RecordsLock
+    from limbo_plugin.store.files import CostMeter, RecordWriter
+    from limbo_plugin.store.read import Outcome
 
 Identity = tuple[str, str, int]
 """An episode's identity in the records: its id, its configuration's fingerprint, its repeat."""
@@ -105,7 +105,7 @@ def _specs_option(value: str) -> Path:
 def settings_from(config: pytest.Config) -> Settings:
     """Read and check every option of ``config``; nothing is changed."""
     from limbo_plugin.agents.options import parse_model_options
-    from limbo_plugin.report.progress import parse_interval
+    from limbo_plugin.plugin.progress import parse_interval
     from limbo_plugin.spec.registry import default_specs_dir
 
     root = Path(str(config.rootpath))

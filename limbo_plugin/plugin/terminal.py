@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from limbo_plugin.plugin.items import SkipReason
-from limbo_plugin.report.record_files import shown_path
+from limbo_plugin.store.files import shown_path
 
 if TYPE_CHECKING:
     from limbo_plugin.plugin.settings import Limbo
-    from limbo_plugin.report.outcomes import Outcome
+    from limbo_plugin.store.read import Outcome
 
 
 def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: int) -> None:

@@ -139,7 +139,7 @@ def load_usage(path_text: str) -> RecordedUsage | CassetteUsage:
 
 
 def _load_records(paths: Path | Sequence[Path], shown: str) -> RecordedUsage:
-    from limbo_plugin.report.record_files import RecordFileError, read_records
+    from limbo_plugin.store.read import RecordFileError, read_records
 
     try:
         records = [r for p in ([paths] if isinstance(paths, Path) else paths)

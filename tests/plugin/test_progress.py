@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from limbo_plugin.report.outcomes import Outcome, OutcomeUsage
-from limbo_plugin.report.progress import Progress
+from limbo_plugin.plugin.progress import Progress
+from limbo_plugin.store.read import Outcome, OutcomeUsage
 
 LINE = re.compile(r"^limbo: (\d+)/(\d+) episodes \(\d+%\), \S+(, ETA \S+)? \| "
                   r"(duplicate rate .*\| )?(\d+) infrastructure errors?$")
@@ -84,7 +84,7 @@ def test_records_that_arrive_before_a_teardown_are_all_counted() -> None:
     teardown report arrives: each record counts once, none is skipped."""
     from types import SimpleNamespace
 
-    from limbo_plugin.report.progress import LiveProgress
+    from limbo_plugin.plugin.progress import LiveProgress
 
     config = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
     outcomes: dict[str, Outcome] = {}

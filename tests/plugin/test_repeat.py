@@ -9,8 +9,8 @@ from math import comb
 
 import pytest
 
-from limbo_plugin.report.outcomes import Outcome
 from limbo_plugin.report.passk import pass_hat_k, pass_k_rows
+from limbo_plugin.store.read import Outcome
 
 
 def records(project: pytest.Pytester) -> list[dict]:

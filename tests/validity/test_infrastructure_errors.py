@@ -13,10 +13,10 @@ from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.episode import run_episode
 from limbo_plugin.records import EpisodeKey, EpisodeRecord
 from limbo_plugin.report.aggregate import summarize
-from limbo_plugin.report.outcomes import Outcome
 from limbo_plugin.report.summary import render_markdown, render_text
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.store.read import Outcome
 
 KEY = EpisodeKey(template="incident_open", instance=0, focal_write="baseline", fault_mode="none")
 

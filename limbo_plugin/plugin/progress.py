@@ -22,7 +22,7 @@ from typing import Any
 from pluggy import HookimplMarker
 
 from limbo_plugin.errors import UsageError
-from limbo_plugin.report.outcomes import Outcome
+from limbo_plugin.store.read import Outcome
 
 hookimpl = HookimplMarker("pytest")
 """pytest's hook marker, from pluggy: the plugin module alone imports pytest; pytest's objects
