@@ -13,7 +13,8 @@ from limbo_plugin.records import DEFAULT_RECORDS
 
 
 def register(sub: Subcommands) -> None:
-    from limbo_plugin.report import compare, plan, view
+    from limbo_plugin.report import compare, plan
+    from limbo_plugin.server import report_view as view
 
     compare.add_parser(sub).set_defaults(
         handler=lambda args: compare.run_command(args, registry_of(args).family_order))
@@ -101,7 +102,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_allure(args: argparse.Namespace) -> int:
     from limbo_plugin.report.allure import generate
-    from limbo_plugin.report.view import serve
+    from limbo_plugin.server.report_view import serve
 
     index = generate(args.results, args.out)
     if args.no_serve:
