@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("server", ("server",)),
     ("agents", ("agents",)),
     ("run configuration", ("runconfig",)),
-    ("episodes", ("episode", "experiments", "sandbox", "sharding", "sampling")),
+    ("episodes", ("episode", "experiments", "sandbox", "sharding", "sampling", "planning")),
     ("reports", ("report",)),
     ("entry points", ("plugin", "cli", "testing", "")),
 ]

@@ -13,7 +13,8 @@ from limbo_plugin.records import DEFAULT_RECORDS
 
 
 def register(sub: Subcommands) -> None:
-    from limbo_plugin.report import compare, plan
+    from limbo_plugin.planning import cost as plan
+    from limbo_plugin.report import compare
     from limbo_plugin.server import report_view as view
 
     compare.add_parser(sub).set_defaults(

@@ -127,7 +127,7 @@ def plan_lines(per_agent: Mapping[str, int], cost_limit: float | None,
     """The plan of a model-backed run, one line per model agent — its episodes, model calls,
     tokens and estimated cost (``limbo plan``'s estimate from the paper's figures) — and the
     budget (``--limbo-cost-limit``) it is held to; nothing for scripted runs."""
-    from limbo_plugin.report.plan import COMPLETION_SHARE, budget
+    from limbo_plugin.planning.cost import COMPLETION_SHARE, budget
 
     rows = [budget(agent, count, None, COMPLETION_SHARE)
             for agent, count in sorted(per_agent.items())

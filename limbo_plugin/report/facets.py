@@ -76,23 +76,6 @@ def contract_factor(row: EpisodeRow) -> str:
     return f"{contract_class(row)}|{row.contract}"
 
 
-def harness_of(agent: str) -> str:
-    """``harness:<name>:…`` → name; ``litellm:``, ``scripted:`` and anything else → minimal."""
-    parts = agent.split(":")
-    if parts[0] == "harness" and len(parts) >= 2 and parts[1]:
-        return parts[1]
-    return "minimal"
-
-
-def model_of(agent: str) -> str:
-    """The model behind an agent: ``litellm:M`` → M, ``harness:H:M`` → M, scripted → policy."""
-    kind, _, rest = agent.partition(":")
-    if kind == "harness":
-        _, _, model = rest.partition(":")
-        return model or rest
-    return rest or agent
-
-
 def outcome_of(row: EpisodeRow) -> str:
     """The explorer's outcome filter: passed, duplicate, overclaim (no duplicate) or failed."""
     if row.passed:

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from limbo_plugin.report.facets import (
-    committed_or_redelivery,
-    harness_of,
-    model_of,
-    ordered_families,
-)
+from limbo_plugin.agents.registry import harness_of, model_of
+from limbo_plugin.report.facets import committed_or_redelivery, ordered_families
 from limbo_plugin.report.icc import DUPLICATE, EOS, book_of
 from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (

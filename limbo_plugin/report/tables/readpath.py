@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limbo_plugin.report.facets import model_of, pooled, unmitigated, unpooled_note
+from limbo_plugin.agents.registry import model_of
+from limbo_plugin.report.facets import pooled, unmitigated, unpooled_note
 from limbo_plugin.report.icc import DUPLICATE, book_of
 from limbo_plugin.report.load import EpisodeRow, classify
 from limbo_plugin.report.tables.base import (

@@ -16,13 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limbo_plugin.report.facets import (
-    committed_fault,
-    model_of,
-    pooled,
-    unmitigated,
-    unpooled_note,
-)
+from limbo_plugin.agents.registry import model_of
+from limbo_plugin.report.facets import committed_fault, pooled, unmitigated, unpooled_note
 from limbo_plugin.report.load import EpisodeRow, classify
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, quiet_fit
 

@@ -20,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from limbo_plugin.agents.registry import harness_of, model_of
 from limbo_plugin.report.facets import (
     committed_or_redelivery,
     contract_factor,
-    harness_of,
-    model_of,
     pooled,
     unmitigated,
     unpooled_note,

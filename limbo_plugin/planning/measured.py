@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from limbo_plugin.agents.registry import harness_of, model_of
 from limbo_plugin.errors import UsageError
-from limbo_plugin.report.facets import harness_of, model_of
 
 ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
 
