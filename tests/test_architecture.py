@@ -29,9 +29,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("run configuration", ("runconfig",)),
     ("episodes", ("episode", "experiments", "sandbox", "sharding", "sampling", "planning")),
     ("reports", ("report",)),
-    ("entry points", ("plugin", "cli", "testing", "")),
+    ("entry points", ("plugin", "cli", "testing", "realmcp", "reproduction", "discovery",
+                      "extend")),
+    ("public API", ("",)),
 ]
-"""Bottom up, as in ARCHITECTURE.md; a module belongs to the layer of its longest prefix."""
+"""Bottom up, as in ARCHITECTURE.md; a module belongs to the layer of its longest prefix. Every
+package and top-level module is named: one nobody placed has no layer (the test below fails),
+never a default one. ``""`` is the package root (``limbo_plugin/__init__.py``) alone."""
 
 ONLY_IN = {"pytest": {"plugin"}, "_pytest": set(), "litellm": {"agents.provider"},
            "allure": {"report.allure"}}
@@ -47,7 +51,7 @@ def layer_of(module: str) -> int:
     best, best_length = -1, -1
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            matches = module == prefix or module.startswith(prefix + ".") or prefix == ""
+            matches = module == prefix or (prefix != "" and module.startswith(prefix + "."))
             if matches and len(prefix) > best_length:
                 best, best_length = index, len(prefix)
     return best

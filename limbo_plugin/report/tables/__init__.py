@@ -9,6 +9,7 @@ them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, TypeGuard
@@ -44,7 +45,10 @@ Generator = Callable[[Sequence[EpisodeRow], Sequence[EpisodeRow]], Result]
 
 
 def _rows_only(fn: Callable[[Sequence[EpisodeRow]], Result]) -> Generator:
-    return lambda rows, repeats: fn(rows)
+    @functools.wraps(fn)  # named after the table's function (``limbo list tables``)
+    def generate(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow]) -> Result:
+        return fn(rows)
+    return generate
 
 
 TABLES: tuple[Generator, ...] = (
