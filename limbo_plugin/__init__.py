@@ -17,7 +17,8 @@ driving episodes from Python::
 - :class:`EpisodeOver` — raised by ``call`` once the episode has ended (let it propagate);
 - :class:`InfrastructureError` — raise it when your agent could not run (provider down): the
   episode is excluded and re-run on ``--limbo-resume``;
-- :class:`EpisodeKey`, :class:`RunConfig`, :func:`run_episode`, :class:`EpisodeRecord`,
+- :class:`EpisodeKey`, :class:`RunConfig`, :func:`run_episode` (with a :class:`RunContext`:
+  the run id, experiment, arm and repeat its record carries), :class:`EpisodeRecord`,
   :class:`Usage`, :class:`TraceEntry` — run one episode and read its graded record;
 - :class:`Sandbox` — a world behind its fault transport, to call tools by hand;
 - :class:`SpecRegistry` — the loaded spec tree (``SpecRegistry.load("specs")``), which
@@ -56,6 +57,7 @@ _EXPORTS = {
     "EpisodeRecord": "limbo_plugin.records",
     "HarnessRun": "limbo_plugin.records",
     "RunConfig": "limbo_plugin.runconfig",
+    "RunContext": "limbo_plugin.records",
     "AgentOptions": "limbo_plugin.agents.options",
     "TraceEntry": "limbo_plugin.records",
     "Usage": "limbo_plugin.records",
@@ -71,9 +73,10 @@ _EXPORTS = {
 }
 __all__ = [
     "Agent", "AgentOptions", "AgentSession", "EpisodeKey", "EpisodeOver", "EpisodeRecord",
-    "HarnessRun", "InfrastructureError", "RunConfig", "Sandbox", "SpecRegistry", "ToolCall",
-    "ToolDefinition", "ToolResult", "TraceEntry", "Usage", "__version__", "compare_runs",
-    "load_gate", "make_report", "read_records", "run_episode", "run_gate", "summarize",
+    "HarnessRun", "InfrastructureError", "RunConfig", "RunContext", "Sandbox", "SpecRegistry",
+    "ToolCall", "ToolDefinition", "ToolResult", "TraceEntry", "Usage", "__version__",
+    "compare_runs", "load_gate", "make_report", "read_records", "run_episode", "run_gate",
+    "summarize",
 ]
 
 if TYPE_CHECKING:
@@ -86,6 +89,7 @@ if TYPE_CHECKING:
         EpisodeKey,
         EpisodeRecord,
         HarnessRun,
+        RunContext,
         TraceEntry,
         Usage,
     )
