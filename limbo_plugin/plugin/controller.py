@@ -27,7 +27,7 @@ from limbo_plugin.store.files import shown_path
 if TYPE_CHECKING:
     from limbo_plugin.agents.registry import AgentPlan
     from limbo_plugin.report.gate import GateSpec
-    from limbo_plugin.store.read import Outcome
+    from limbo_plugin.store.view import EpisodeView
 
 INFRASTRUCTURE_ERROR = 10
 """The exit status of a run that infrastructure stopped or left incomplete: the preflight
@@ -146,7 +146,7 @@ def load_gate_option(limbo: Limbo) -> GateSpec:
         raise UsageError(f"--limbo-gate: {exc.render(settings.root)}") from None
 
 
-def load_baseline(limbo: Limbo) -> tuple[Path, list[Outcome]]:
+def load_baseline(limbo: Limbo) -> tuple[Path, list[EpisodeView]]:
     """The baseline's path and records, read before the records file is rotated: ``previous``
     is the file this run is about to replace (on resume, the latest one in its history)."""
     from limbo_plugin.store.files import previous_records
@@ -255,10 +255,10 @@ class LimboController:
         line = report.__dict__.pop(RECORD_ATTRIBUTE, None)
         if line is not None and self.run.writer is not None:
             from limbo_plugin.store.files import RecordWriteError
-            from limbo_plugin.store.read import Outcome
+            from limbo_plugin.store.view import EpisodeView
 
             try:  # read back before it is written: a line the file cannot hold stays out
-                outcome = Outcome.from_json(line)
+                outcome = EpisodeView.from_json(line)
             except ValueError as exc:
                 self.run.late_notices.append(f"the record of {report.nodeid} does not read back "
                                           f"({' '.join(str(exc).split())[:300]}); not written")
@@ -278,7 +278,7 @@ class LimboController:
                 reason = SkipReason(str(value))
                 self.run.skips[reason] = self.run.skips.get(reason, 0) + 1
 
-    def count_errors(self, outcome: Outcome) -> None:
+    def count_errors(self, outcome: EpisodeView) -> None:
         """Stop the run after ``--limbo-max-errors`` infrastructure errors in a row: a refused
         key or a gateway that went away would otherwise cost every remaining episode its
         retries. The episodes already running finish and are recorded."""
@@ -294,10 +294,10 @@ class LimboController:
         stop_session(self.session, self.limbo.config, run.stopped_for_errors)
 
     def take_outcome(self, line: str) -> None:
-        from limbo_plugin.store.read import Outcome
+        from limbo_plugin.store.view import EpisodeView
 
         with contextlib.suppress(ValueError):
-            outcome = Outcome.from_json(line)
+            outcome = EpisodeView.from_json(line)
             self.run.outcomes[outcome.identity] = outcome
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:

@@ -16,7 +16,7 @@ from limbo_plugin.store.files import shown_path
 
 if TYPE_CHECKING:
     from limbo_plugin.plugin.settings import Limbo
-    from limbo_plugin.store.read import Outcome
+    from limbo_plugin.store.view import EpisodeView
 
 
 def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: int) -> None:
@@ -103,7 +103,7 @@ def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
             write(line, **(color if i == 0 else {}))
 
 
-def infrastructure_error_lines(outcomes: Iterable[Outcome], shown: int = 5) -> list[str]:
+def infrastructure_error_lines(outcomes: Iterable[EpisodeView], shown: int = 5) -> list[str]:
     """This run's infrastructure errors grouped by cause (the first line of each), most
     frequent first: printed whatever ``--tb`` says, since with ``--tb=no`` nothing else would
     say why the episodes did not run."""

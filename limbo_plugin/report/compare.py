@@ -31,7 +31,7 @@ SHOWN_IDS = 10
 
 
 class Comparable(Protocol):
-    """What a comparison reads of an episode: an :class:`~limbo_plugin.store.read.Outcome`
+    """What a comparison reads of an episode: an :class:`~limbo_plugin.store.view.EpisodeView`
     or a whole :class:`~limbo_plugin.records.EpisodeRecord`."""
 
     @property

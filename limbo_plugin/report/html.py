@@ -26,9 +26,10 @@ from typing import Any
 from limbo_plugin.records import make_test_id
 from limbo_plugin.report.facets import outcome_of
 from limbo_plugin.report.figures import Figure, FigureResult
-from limbo_plugin.report.load import EpisodeRow, LoadedRecords, read_raw_lines
+from limbo_plugin.report.load import LoadedRecords, read_raw_lines
 from limbo_plugin.report.render import format_cell
 from limbo_plugin.report.tables.base import RateCell, Result, Skipped, Table
+from limbo_plugin.store.view import EpisodeView
 
 CHUNK_SIZE = 200
 TEMPLATES = Path(__file__).parent / "templates"
@@ -42,7 +43,7 @@ INTERNED = frozenset({"agent", "contract", "docs", "instruction", "condition", "
                       "behaviour", "final_status"})
 
 
-def episode_uid(row: EpisodeRow) -> str:
+def episode_uid(row: EpisodeView) -> str:
     """A short, stable id for URLs (``index.html#episode=<uid>``): key, configuration and
     repeat (the explorer also takes the test id pytest prints)."""
     repeat = f"|{row.repeat}" if row.repeat else ""
@@ -50,7 +51,7 @@ def episode_uid(row: EpisodeRow) -> str:
     return digest[:12]
 
 
-def index_payload(rows: Sequence[EpisodeRow]) -> dict[str, Any]:
+def index_payload(rows: Sequence[EpisodeView]) -> dict[str, Any]:
     """Columns, interned values and one list per episode; the explorer expands it lazily."""
     values: dict[str, list[Any]] = {name: [] for name in INDEX_FIELDS if name in INTERNED}
     lookup: dict[str, dict[Any, int]] = {name: {} for name in values}
@@ -78,7 +79,7 @@ def index_payload(rows: Sequence[EpisodeRow]) -> dict[str, Any]:
             "familyOrder": sorted(ranks, key=lambda family: (ranks[family], family))}
 
 
-def write_data(rows: Sequence[EpisodeRow], loaded: LoadedRecords, directory: Path) -> int:
+def write_data(rows: Sequence[EpisodeView], loaded: LoadedRecords, directory: Path) -> int:
     """Write ``index.js`` and the record chunks; returns the number of chunk files."""
     directory.mkdir(parents=True, exist_ok=True)
     for old in directory.glob("episodes-*.js"):

@@ -3,7 +3,7 @@
 A study is tens of thousands of episodes whose traces and ledgers are most of each line. Tables need
 about thirty scalar fields, so each line is validated into :class:`SlimRecord` (pydantic skips the
 fields it does not declare without building Python objects for them) and kept as a slotted
-:class:`EpisodeRow`; the explorer later re-reads a row's full line by its byte offset.
+:class:`EpisodeView`; the explorer later re-reads a row's full line by its byte offset.
 
 Merging rules, in this order:
 
@@ -182,10 +182,6 @@ class SpecFacts:
                         record.focal_accepts_key)
 
 
-EpisodeRow = EpisodeView
-"""The report's name for the one view of an episode (:mod:`limbo_plugin.store.view`)."""
-
-
 def first_action(record: ReportLine) -> str | None:
     """The agent's first call after the focal fault: its tool, or ``reissue`` for the focal tool.
 
@@ -217,7 +213,7 @@ def _key_of(entry: _SlimTraceEntry) -> str | None:
 def reissue_of(record: ReportLine, facts: SpecFacts
                ) -> tuple[bool | None, str | None, float | None]:
     """``(focal_keyed, reissue_key, reissue_after_s)`` from the agent's own calls (see
-    :class:`EpisodeRow`). A re-issue is a later agent call of the focal tool whose intent
+    :class:`EpisodeView`). A re-issue is a later agent call of the focal tool whose intent
     fields equal the faulted call's (SPEC §5)."""
     if not record.fired or record.fault.t_fired is None or record.focal_tool is None:
         return None, None, None
@@ -268,8 +264,8 @@ class LoadedRecords:
     """What ``limbo report`` works from, with the counts it tells the user."""
 
     sources: list[Path]
-    rows: list[EpisodeRow] = field(default_factory=list)
-    repeats: list[EpisodeRow] = field(default_factory=list)
+    rows: list[EpisodeView] = field(default_factory=list)
+    repeats: list[EpisodeView] = field(default_factory=list)
     """Declared repeat runs of an episode in ``rows`` (same experiment, arm, world and
     configuration, a higher ``repeat``)."""
     read: int = 0
@@ -320,9 +316,9 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
         if not path.is_file():
             raise RecordFileError(f"{path}: no such record file")
     loaded = LoadedRecords(sources=sources)
-    kept: dict[tuple[Any, ...], EpisodeRow] = {}
+    kept: dict[tuple[Any, ...], EpisodeView] = {}
     for source, path in enumerate(sources):
-        in_file: dict[tuple[Any, ...], EpisodeRow] = {}
+        in_file: dict[tuple[Any, ...], EpisodeView] = {}
         scan: RecordScan[ReportLine] = RecordScan(path)
         for line, record in parsed_lines(scan, parse_line):
             loaded.read += 1
@@ -339,7 +335,7 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
                 loaded.duplicates_dropped += 1
             else:
                 kept[identity] = row
-    first: dict[tuple[Any, ...], EpisodeRow] = {}
+    first: dict[tuple[Any, ...], EpisodeView] = {}
     for row in sorted(kept.values(), key=lambda r: r.repeat):
         if row.run_key in first:
             loaded.repeats.append(row)
@@ -350,13 +346,13 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
     return loaded
 
 
-def sort_key(row: EpisodeRow) -> tuple[Any, ...]:
+def sort_key(row: EpisodeView) -> tuple[Any, ...]:
     return (row.experiment or "", row.arm or "", row.agent, row.contract, row.docs,
             row.instruction, row.condition, row.operator, row.template, row.instance,
             row.focal_write, row.fault_mode)
 
 
-def read_raw_lines(sources: Sequence[Path], rows: Sequence[EpisodeRow]) -> list[bytes]:
+def read_raw_lines(sources: Sequence[Path], rows: Sequence[EpisodeView]) -> list[bytes]:
     """The stored JSON lines of ``rows``, in order, without parsing them (for the explorer)."""
     out: list[bytes] = []
     handles: dict[int, Any] = {}

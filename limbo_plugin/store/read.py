@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from limbo_plugin.errors import LimboError
 from limbo_plugin.records import RECORD_SCHEMA_VERSION, EpisodeRecord
 from limbo_plugin.store.files import shown_path
-from limbo_plugin.store.view import EpisodeView, ViewUsage, record_identity
+from limbo_plugin.store.view import EpisodeView, record_identity
 
 T = TypeVar("T")
 
@@ -258,10 +258,6 @@ def scan_views(path: str | Path) -> RecordScan[EpisodeView]:
 def read_views(path: str | Path) -> list[EpisodeView]:
     return scan_views(path).records
 
-
-Outcome = EpisodeView
-"""The summary's name for the one view of an episode (:mod:`.view`)."""
-OutcomeUsage = ViewUsage
 
 GradedEpisode = EpisodeView | EpisodeRecord
 """What :func:`~limbo_plugin.report.aggregate.summarize` and the gate read: an
