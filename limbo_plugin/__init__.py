@@ -17,7 +17,8 @@ driving episodes from Python::
 - :class:`EpisodeOver` — raised by ``call`` once the episode has ended (let it propagate);
 - :class:`InfrastructureError` — raise it when your agent could not run (provider down): the
   episode is excluded and re-run on ``--limbo-resume``;
-- :class:`EpisodeKey`, :class:`RunConfig`, :func:`run_episode`, :class:`EpisodeRecord`,
+- :class:`EpisodeKey`, :class:`RunConfig`, :func:`run_episode` (with a :class:`RunContext`:
+  the run id, experiment, arm and repeat its record carries), :class:`EpisodeRecord`,
   :class:`Usage`, :class:`TraceEntry` — run one episode and read its graded record;
 - :class:`Sandbox` — a world behind its fault transport, to call tools by hand;
 - :class:`SpecRegistry` — the loaded spec tree (``SpecRegistry.load("specs")``), which
@@ -56,6 +57,7 @@ _EXPORTS = {
     "EpisodeRecord": "limbo_plugin.records",
     "HarnessRun": "limbo_plugin.records",
     "RunConfig": "limbo_plugin.runconfig",
+    "RunContext": "limbo_plugin.records",
     "AgentOptions": "limbo_plugin.agents.options",
     "TraceEntry": "limbo_plugin.records",
     "Usage": "limbo_plugin.records",
@@ -65,15 +67,16 @@ _EXPORTS = {
     "make_report": "limbo_plugin.report.build",
     "summarize": "limbo_plugin.report.aggregate",
     "compare_runs": "limbo_plugin.report.compare",
-    "read_records": "limbo_plugin.report.record_files",
+    "read_records": "limbo_plugin.store.read",
     "load_gate": "limbo_plugin.report.gate",
     "run_gate": "limbo_plugin.report.gate",
 }
 __all__ = [
     "Agent", "AgentOptions", "AgentSession", "EpisodeKey", "EpisodeOver", "EpisodeRecord",
-    "HarnessRun", "InfrastructureError", "RunConfig", "Sandbox", "SpecRegistry", "ToolCall",
-    "ToolDefinition", "ToolResult", "TraceEntry", "Usage", "__version__", "compare_runs",
-    "load_gate", "make_report", "read_records", "run_episode", "run_gate", "summarize",
+    "HarnessRun", "InfrastructureError", "RunConfig", "RunContext", "Sandbox", "SpecRegistry",
+    "ToolCall", "ToolDefinition", "ToolResult", "TraceEntry", "Usage", "__version__",
+    "compare_runs", "load_gate", "make_report", "read_records", "run_episode", "run_gate",
+    "summarize",
 ]
 
 if TYPE_CHECKING:
@@ -86,6 +89,7 @@ if TYPE_CHECKING:
         EpisodeKey,
         EpisodeRecord,
         HarnessRun,
+        RunContext,
         TraceEntry,
         Usage,
     )
@@ -93,10 +97,10 @@ if TYPE_CHECKING:
     from limbo_plugin.report.build import make_report
     from limbo_plugin.report.compare import compare_runs
     from limbo_plugin.report.gate import load_gate, run_gate
-    from limbo_plugin.report.record_files import read_records
     from limbo_plugin.runconfig import RunConfig
     from limbo_plugin.sandbox import Sandbox
     from limbo_plugin.spec.registry import SpecRegistry
+    from limbo_plugin.store.read import read_records
     from limbo_plugin.toolapi import ToolCall, ToolResult
 
 

@@ -25,7 +25,7 @@ from limbo_plugin.conditions import HarnessEnv, find_condition
 from limbo_plugin.errors import UsageError
 from limbo_plugin.faults import FaultPlan, FaultTransport, expected_failure
 from limbo_plugin.grading import code_behaviour, explicit_refusal, grade
-from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
+from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord, RunContext
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.scrubbing import scrub
 from limbo_plugin.spec.registry import SpecRegistry
@@ -37,8 +37,12 @@ from limbo_plugin.world.world import World
 def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: SpecRegistry,
                 agent: Agent | None = None, agent_options: AgentOptions | None = None,
                 time_limit_s: float | None = None,
-                on_abandon: Callable[[EpisodeRecord], None] | None = None) -> EpisodeRecord:
+                on_abandon: Callable[[EpisodeRecord], None] | None = None,
+                context: RunContext | None = None) -> EpisodeRecord:
     """Run the episode ``key`` under ``config`` on the specs of ``registry``; return its record.
+
+    ``context`` (the run id, experiment, arm and repeat) goes into the record as it is built:
+    the record returned, or handed to ``on_abandon``, is complete.
 
     ``config`` is a validated :class:`RunConfig`; its names are looked up, not checked again.
     ``time_limit_s`` bounds the agent's wall-clock time (:func:`wall_clock_limit`); running
@@ -46,6 +50,7 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
     not stop is given up: ``on_abandon`` receives its record, then the process ends.
     """
     config = config or RunConfig()
+    context = context or RunContext()
     task = registry.template(key.template).instantiate(key.instance)
     mode = registry.fault_mode(key.fault_mode)
     catalog = registry.catalog(config.contract, config.docs)
@@ -84,6 +89,8 @@ def run_episode(key: EpisodeKey, config: RunConfig | None = None, *, registry: S
         focal_def = catalog.get(focal.tool) if focal else None
         harness = [e for e in entries if e.origin == "harness"]
         return EpisodeRecord(
+            run_id=context.run_id, experiment=context.experiment, arm=context.arm,
+            repeat=context.repeat,
             episode_id=key.id, template=key.template, instance=key.instance,
             focal_write=key.focal_write, fault_mode=key.fault_mode, family=mode.family,
             fault_class=registry.fault_class(mode.family),

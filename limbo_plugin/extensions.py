@@ -18,7 +18,11 @@ from every module named in the ``limbo`` entry-point group of an installed distr
     pager = "limbo_pager.extension"
 
 so a user's package adds any of them without editing Limbo; ``limbo list extensions`` shows
-what was found. Entry points are read in name order, after Limbo's own declarations (their
+what was found. An extension module imports what it declares from :mod:`limbo_plugin.extend`,
+the public surface. ``LIMBO_NO_EXTENSIONS=1`` in the environment leaves every installed
+extension out (Limbo's own declarations only): what Limbo's own test suite runs under, so a
+broken package installed beside Limbo cannot fail it, and how to tell whether a problem is an
+extension's. Entry points are read in name order, after Limbo's own declarations (their
 report tables come after the paper's). A name declared twice, an entry point that does not
 load or names no module, or a tuple holding the wrong kind of thing is a one-line
 :class:`~limbo_plugin.errors.UsageError` naming the module, before the first episode runs.
@@ -27,6 +31,7 @@ load or names no module, or a tuple holding the wrong kind of thing is a one-lin
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -39,6 +44,12 @@ from limbo_plugin.errors import UsageError
 
 GROUP = "limbo"
 """The entry-point group a distribution lists its extension modules in."""
+DISABLE = "LIMBO_NO_EXTENSIONS"
+"""The environment variable that, set to anything but empty or ``0``, turns extensions off."""
+
+
+def extensions_disabled() -> bool:
+    return os.environ.get(DISABLE, "") not in ("", "0")
 
 KINDS = ("CONDITIONS", "SERVICES", "EXECUTORS", "AGENT_KINDS", "TABLES")
 """The module-level names a declaring module may define, one per kind of extension."""
@@ -100,8 +111,11 @@ def unique(found: Iterable[Declared[T]], name: Callable[[T], str], kind: str
 
 @cache
 def extension_modules() -> tuple[ModuleType, ...]:
-    """The modules named in the ``limbo`` entry-point group, loaded once, in name order."""
+    """The modules named in the ``limbo`` entry-point group, loaded once, in name order (none
+    when :data:`DISABLE` is set)."""
     modules: list[ModuleType] = []
+    if extensions_disabled():
+        return ()
     for point in sorted(entry_points(group=GROUP), key=lambda p: (p.name, p.value)):
         modules.append(_load(point))
     return tuple(modules)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -35,7 +36,7 @@ class Documented(BaseModel):
     Schema (``docs/episode-record.schema.json``) and field table (``docs/records.md``) say what
     each field means from the one place that defines it.
 
-    The docstrings are read when the schema is made (:func:`limbo_plugin.report.record_schema.
+    The docstrings are read when the schema is made (:func:`limbo_plugin.store.schema.
     documented`), not when the models are defined: pydantic's ``use_attribute_docstrings``
     parses the module's source once per model, which cost every run about 40 ms of start-up.
     """
@@ -103,6 +104,18 @@ def run_fingerprint(config: object) -> str:
     what resume and reports use to tell configurations apart. Interned: a run keeps one per
     episode (selected, recorded) and holds few distinct configurations."""
     return sys.intern("|".join(str(getattr(config, name)) for name in RUN_FIELDS))
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where an episode runs, beyond its world and configuration: the pytest session, the
+    experiment and arm it comes from, and which repeat it is. ``run_episode`` takes it, so the
+    episode's record is built once, complete, and nothing changes it afterwards."""
+
+    run_id: str | None = None
+    experiment: str | None = None
+    arm: str | None = None
+    repeat: int = 0
 
 
 class FaultReport(Documented):

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 import scipy.stats  # noqa: F401  # imported once here: in-process pytester runs cannot re-import numpy
 
+from limbo_plugin.extensions import DISABLE
 from limbo_plugin.spec.registry import SpecRegistry
+
+# Limbo's own suite tests Limbo: an extension installed in the same environment (a broken one
+# included) stays out of it, and of every run it starts. The tests of extensions turn them
+# back on for the runs they start (tests/plugin/test_extensions.py).
+os.environ[DISABLE] = "1"
 
 
 def preload_what_pytester_must_not_unload() -> None:

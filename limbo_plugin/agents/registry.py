@@ -86,6 +86,12 @@ class AgentKind:
     endpoint: Callable[[str, AgentPlan], Endpoint | None] | None = None
     """The model endpoint the agent will call (``None``: none), for the run's preflight: one
     real request before the first episode (:mod:`limbo_plugin.agents.preflight`)."""
+    model: Callable[[str], str] | None = None
+    """The model an agent of this kind calls, from the rest of its spec string (``None``: it
+    calls none): what ``limbo plan`` prices and the tables' model column shows."""
+    harness: Callable[[str], str] = lambda rest: "minimal"
+    """The harness (scaffold) it runs in: ``minimal`` (Limbo's own loop) unless a production
+    harness; ``limbo plan`` takes tokens per episode by it."""
 
 
 def _check_policy(prefix: str) -> Callable[[str], None]:
@@ -193,14 +199,24 @@ def _build_python(rest: str, options: AgentOptions) -> Agent:
     return make_python_agent(rest, options)
 
 
+def _harness_name(rest: str) -> str:
+    return rest.partition(":")[0] or "minimal"
+
+
+def _harness_model(rest: str) -> str:
+    _, _, model = rest.partition(":")
+    return model or rest
+
+
 AGENT_KINDS: tuple[AgentKind, ...] = (
     AgentKind("scripted", f"scripted:<policy> ({', '.join(POLICIES)})",
               _check_policy("scripted"), _build_scripted),
     AgentKind("mcp", "mcp:<policy>", _check_policy("mcp"), _build_mcp, extra="mcp"),
     AgentKind("litellm", "litellm:<model>", _check_model, _build_scaffold, extra="llm",
-              endpoint=_scaffold_endpoint),
+              endpoint=_scaffold_endpoint, model=str),
     AgentKind("harness", HARNESS_FORMS, _check_harness, _build_harness, extra="mcp",
-              ready=_harness_ready, prompt_conditions=False, endpoint=_harness_endpoint),
+              ready=_harness_ready, prompt_conditions=False, endpoint=_harness_endpoint,
+              model=_harness_model, harness=_harness_name),
     AgentKind("python", "python:<module>:<callable>", _check_python, _build_python),
 )
 
@@ -225,6 +241,33 @@ def agent_kind(spec: str) -> tuple[AgentKind, str]:
         return kinds[prefix], rest
     raise UsageError(f"unknown agent {spec!r}; valid forms: "
                      + ", ".join(kind.form for kind in kinds.values()))
+
+
+def _known_kind(agent: str) -> tuple[AgentKind | None, str]:
+    prefix, _, rest = agent.partition(":")
+    return all_agent_kinds().get(prefix), rest
+
+
+def calls_model(agent: str) -> bool:
+    """Whether the agent ``agent`` calls a model (its kind says; an unknown kind does not)."""
+    kind, _ = _known_kind(agent)
+    return kind is not None and kind.model is not None
+
+
+def model_of(agent: str) -> str:
+    """The model behind an agent, as its kind says (``litellm:M`` → M, ``harness:H:M`` → M);
+    an agent that calls no model, or of a kind not installed here, is named by the rest of its
+    spec string (a scripted agent by its policy)."""
+    kind, rest = _known_kind(agent)
+    if kind is not None and kind.model is not None:
+        return kind.model(rest)
+    return rest or agent
+
+
+def harness_of(agent: str) -> str:
+    """The harness an agent runs in (``harness:<name>:…`` → name), ``minimal`` otherwise."""
+    kind, rest = _known_kind(agent)
+    return kind.harness(rest) if kind is not None else "minimal"
 
 
 def check_agent(spec: str, *, installed: bool = True) -> None:

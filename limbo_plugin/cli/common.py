@@ -4,6 +4,7 @@ record file."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeAlias, TypeVar
@@ -13,6 +14,7 @@ from limbo_plugin.records import GIVE_RECORDS
 
 if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
+    from limbo_plugin.store.read import RecordScan
 
 R = TypeVar("R")
 
@@ -36,11 +38,14 @@ def registry_of(args: argparse.Namespace) -> SpecRegistry:
     return SpecRegistry.load(Path(args.specs).resolve() if args.specs else default_specs_dir())
 
 
-def records_file(path: str, read: Callable[[str], list[R]]) -> list[R]:
-    """The records ``read`` gives of ``path`` (full ones, or slim outcomes); a missing or empty
-    file is an error naming it."""
-    records = read(path)
-    if not records:
+def records_file(path: str, scan: Callable[[str], RecordScan[R]]) -> list[R]:
+    """The records ``scan`` reads of ``path`` (whole ones, or views), each episode once; what
+    the scan dropped (a torn last line, duplicate lines) is said on stderr, and a missing or
+    empty file is an error naming it."""
+    found = scan(path)
+    for notice in found.notices:
+        print(f"limbo: {notice}", file=sys.stderr)
+    if not found.records:
         state = "holds no records" if Path(path).exists() else "does not exist"
         raise UsageError(f"{path} {state}; {GIVE_RECORDS}")
-    return records
+    return found.records

@@ -34,10 +34,10 @@ def register(sub: Subcommands) -> None:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from limbo_plugin.report.aggregate import summarize
-    from limbo_plugin.report.outcomes import read_outcomes
     from limbo_plugin.report.summary import render_markdown, render_text
+    from limbo_plugin.store.read import scan_views
 
-    records = records_file(args.records, read_outcomes)  # the table's fields: traces unparsed
+    records = records_file(args.records, scan_views)  # the table's fields: traces unparsed
     summary = summarize(records, family_order=registry_of(args).family_order)
     print(render_markdown(summary) if args.markdown else "\n".join(render_text(summary)))
     from limbo_plugin.report.passk import render_text as pass_k_text
@@ -49,7 +49,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from limbo_plugin.report.runs import list_runs, render
+    from limbo_plugin.store.runs import list_runs, render
 
     runs = list_runs(args.records)
     if not runs:
@@ -60,24 +60,24 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from limbo_plugin.report.gate import load_gate, run_gate
-    from limbo_plugin.report.outcomes import read_outcomes
-    from limbo_plugin.report.record_files import previous_records
+    from limbo_plugin.store.files import previous_records
+    from limbo_plugin.store.read import scan_views
 
     registry = registry_of(args)
     gate = load_gate(args.gate, families=registry.family_order)
-    records = records_file(args.records, read_outcomes)
+    records = records_file(args.records, scan_views)
     baseline = None
     if args.baseline == "previous":
         previous = previous_records(args.records, resume=True)
         if previous is None:
-            from limbo_plugin.report.record_files import history_dir
+            from limbo_plugin.store.files import history_dir
 
             raise UsageError(f"--baseline previous: no earlier run of {args.records} in "
                              f"{history_dir(args.records)}/ (a fresh pytest run moves the "
                              "records it replaces there); give --baseline RECORDS")
-        baseline = records_file(str(previous), read_outcomes)
+        baseline = records_file(str(previous), scan_views)
     elif args.baseline:
-        baseline = records_file(args.baseline, read_outcomes)
+        baseline = records_file(args.baseline, scan_views)
     result = run_gate(gate, records, family_order=registry.family_order, baseline=baseline)
     print("\n".join(result.lines()))
     return 0 if result.passed else 1

@@ -11,11 +11,15 @@ from limbo_plugin.cli.common import Subcommands, registry_of
 def register(sub: Subcommands) -> None:
     listing = sub.add_parser("list", help="list the names Limbo knows")
     listing.add_argument("what", choices=["templates", "modes", "conditions", "policies",
-                                          "experiments", "tools"])
+                                          "experiments", "tools", "agents", "tables",
+                                          "extensions"])
     listing.set_defaults(handler=cmd_list)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.what in DECLARED:
+        print("\n".join(DECLARED[args.what]()))
+        return 0
     registry = registry_of(args)
     if args.what == "templates":
         for name, template in sorted(registry.templates.items()):
@@ -42,3 +46,47 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"{tool.name:24} {tool.service:9} {tool.contract.idempotency:21} "
                   f"{tool.contract.verification}")
     return 0
+
+
+def list_agents() -> list[str]:
+    """Every agent kind (Limbo's, then extensions'): its form and the model it calls."""
+    from limbo_plugin.agents.registry import all_agent_kinds
+
+    return [f"{kind.form:40} {'calls a model' if kind.model else 'no model'}"
+            for kind in all_agent_kinds().values()]
+
+
+def list_tables() -> list[str]:
+    """Every report table generator, in report order, and the module declaring it."""
+    from limbo_plugin.report.tables import all_tables
+
+    return [f"{table.__name__:32} {table.__module__}" for table in all_tables()]
+
+
+def list_extensions() -> list[str]:
+    """Every installed extension module (entry point, module, distribution) and what it
+    declares; or why there are none."""
+    from limbo_plugin.extensions import (
+        DISABLE,
+        GROUP,
+        KINDS,
+        extension_modules,
+        extension_sources,
+        extensions_disabled,
+    )
+
+    if extensions_disabled():
+        return [f"extensions are turned off ({DISABLE} is set)"]
+    sources = extension_sources()
+    if not sources:
+        return [f"no installed package lists a module in the {GROUP!r} entry-point group"]
+    lines = []
+    for (name, module, distribution), loaded in zip(sources, extension_modules(), strict=True):
+        kinds = ", ".join(f"{kind} ({len(getattr(loaded, kind))})" for kind in KINDS
+                          if getattr(loaded, kind, ()))
+        lines.append(f"{name:16} {module:32} {distribution:24} {kinds or 'declares nothing'}")
+    return lines
+
+
+DECLARED = {"agents": list_agents, "tables": list_tables, "extensions": list_extensions}
+"""What ``limbo list`` shows from code, without the specs."""

@@ -104,9 +104,9 @@ def find_records(records: Sequence[EpisodeRecord], wanted: str) -> list[EpisodeR
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from limbo_plugin.report.record_files import read_records
+    from limbo_plugin.store.read import scan_records
 
-    records = records_file(args.records, read_records)
+    records = records_file(args.records, scan_records)
     found = find_records(records, args.episode_id)
     if not found:
         import difflib

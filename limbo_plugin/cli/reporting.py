@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subcommands) -> None:
-    from limbo_plugin.report import compare, plan, view
+    from limbo_plugin.planning import cost as plan
+    from limbo_plugin.report import compare
+    from limbo_plugin.server import report_view as view
 
     compare.add_parser(sub).set_defaults(
         handler=lambda args: compare.run_command(args, registry_of(args).family_order))
@@ -116,14 +118,14 @@ def run_list(args: argparse.Namespace, root: Path, gate_option: str | None
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from limbo_plugin.report.merge import merge_records
+    from limbo_plugin.store.merge import merge_records
 
     print("\n".join(merge_records(args.out, args.inputs).lines()))
     return 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from limbo_plugin.report.record_schema import field_tables, schema_text
+    from limbo_plugin.store.schema import field_tables, schema_text
 
     sys.stdout.write(field_tables() if args.fields else schema_text())
     return 0
@@ -131,7 +133,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_allure(args: argparse.Namespace) -> int:
     from limbo_plugin.report.allure import generate
-    from limbo_plugin.report.view import serve
+    from limbo_plugin.server.report_view import serve
 
     index = generate(args.results, args.out)
     if args.no_serve:

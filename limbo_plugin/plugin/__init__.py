@@ -60,9 +60,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if limbo.settings.active and not limbo.settings.is_worker:
             prepare_controller(config, limbo)
         elif limbo.settings.active and limbo.settings.resume:
-            from limbo_plugin.report.outcomes import read_outcomes
+            from limbo_plugin.store.read import read_views
 
-            limbo.run.remember_done(read_outcomes(limbo.settings.records_path), keep=False)
+            limbo.run.remember_done(read_views(limbo.settings.records_path), keep=False)
     except (LimboError, OSError) as exc:
         # One line naming the option and what would be valid, before any episode runs.
         raise pytest.UsageError(str(exc)) from None
@@ -82,19 +82,19 @@ def pytest_configure(config: pytest.Config) -> None:
     watch_workers(config, limbo.settings.records_path, limbo.settings.episode_timeout)
     run = limbo.run
     if not limbo.settings.is_worker:
-        from limbo_plugin.report.record_files import RecordWriter
+        from limbo_plugin.store.files import RecordWriter
 
         run.writer = RecordWriter(limbo.settings.records_path)
         config.pluginmanager.register(LimboController(limbo), "limbo-controller")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(RunIdToWorkers(run.run_id), "limbo-run-id")
         sync_on_sigterm(run)
-        from limbo_plugin.report import progress
+        from limbo_plugin.plugin import progress
 
         progress.install(config, run.outcomes, limbo.settings.progress,
                          limbo.settings.cost_limit, lambda: limbo.specs.family_order)
     if limbo.settings.cost_limit is not None:
-        from limbo_plugin.report.record_files import CostMeter
+        from limbo_plugin.store.files import CostMeter
 
         run.cost_meter = CostMeter(limbo.settings.records_path)
 
@@ -129,7 +129,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if run.writer is not None:
         run.writer.close()
         if run.rotated_to is not None and run.writer.written == 0:
-            from limbo_plugin.report.record_files import unrotate
+            from limbo_plugin.store.files import unrotate
 
             unrotate(limbo.settings.records_path, run.rotated_to)
     if run.records_lock is not None:

@@ -22,12 +22,12 @@ from limbo_plugin.plugin.terminal import (
     hint_if_nothing_collected,
     print_summary,
 )
-from limbo_plugin.report.record_files import shown_path
+from limbo_plugin.store.files import shown_path
 
 if TYPE_CHECKING:
     from limbo_plugin.agents.registry import AgentPlan
     from limbo_plugin.report.gate import GateSpec
-    from limbo_plugin.report.outcomes import Outcome
+    from limbo_plugin.store.view import EpisodeView
 
 INFRASTRUCTURE_ERROR = 10
 """The exit status of a run that infrastructure stopped or left incomplete: the preflight
@@ -42,7 +42,7 @@ PREVIOUS = "previous"
 def prepare_controller(config: pytest.Config, limbo: Limbo) -> None:
     """Everything that can go wrong with the records, the baseline and the gate is found here,
     before the first episode runs (with a real model, a wasted budget otherwise)."""
-    from limbo_plugin.report.record_files import check_records_path
+    from limbo_plugin.store.files import check_records_path
 
     settings, run = limbo.settings, limbo.run
     check_records_path(settings.records_path)
@@ -58,8 +58,8 @@ def prepare_controller(config: pytest.Config, limbo: Limbo) -> None:
 
 
 def check_before_run(config: pytest.Config, limbo: Limbo) -> None:
-    from limbo_plugin.report.outcomes import scan_outcomes
-    from limbo_plugin.report.record_files import repair_torn_tail, rotate
+    from limbo_plugin.store.files import repair_torn_tail, rotate
+    from limbo_plugin.store.read import scan_views
 
     settings, run = limbo.settings, limbo.run
     if settings.gate_path is not None:
@@ -68,9 +68,12 @@ def check_before_run(config: pytest.Config, limbo: Limbo) -> None:
         run.baseline_path, run.baseline = load_baseline(limbo)
     if settings.resume:
         try:
-            run.remember_done(scan_outcomes(settings.records_path).records, keep=True)
+            done = scan_views(settings.records_path)
         except LimboError as exc:
             raise UsageError(f"--limbo-resume: {exc}; fix or remove that line") from None
+        run.remember_done(done.records, keep=True)
+        if done.duplicate_notice:
+            run.notices.append(done.duplicate_notice)
         check_resumed_configuration(limbo)
         repaired = repair_torn_tail(settings.records_path)
         if repaired:
@@ -86,7 +89,7 @@ def check_before_run(config: pytest.Config, limbo: Limbo) -> None:
 def take_custody(limbo: Limbo) -> None:
     """The records path holds nothing but Limbo's records, and this run alone writes there:
     its lock is held to the end of the process (another run on the same file stops here)."""
-    from limbo_plugin.report.custody import RecordsLock, require_own_file
+    from limbo_plugin.store.custody import RecordsLock, require_own_file
 
     settings, run = limbo.settings, limbo.run
     require_own_file(settings.records_path, "--limbo-records")
@@ -143,11 +146,11 @@ def load_gate_option(limbo: Limbo) -> GateSpec:
         raise UsageError(f"--limbo-gate: {exc.render(settings.root)}") from None
 
 
-def load_baseline(limbo: Limbo) -> tuple[Path, list[Outcome]]:
+def load_baseline(limbo: Limbo) -> tuple[Path, list[EpisodeView]]:
     """The baseline's path and records, read before the records file is rotated: ``previous``
     is the file this run is about to replace (on resume, the latest one in its history)."""
-    from limbo_plugin.report.outcomes import scan_outcomes
-    from limbo_plugin.report.record_files import previous_records
+    from limbo_plugin.store.files import previous_records
+    from limbo_plugin.store.read import scan_views
 
     settings = limbo.settings
     value = settings.baseline_option or ""
@@ -167,9 +170,12 @@ def load_baseline(limbo: Limbo) -> tuple[Path, list[Outcome]]:
                              "of an earlier run, or 'previous', or run without "
                              "--limbo-baseline (the gate's thresholds alone judge the run)")
     try:
-        records = scan_outcomes(path).records
+        scan = scan_views(path)
     except LimboError as exc:
         raise UsageError(f"--limbo-baseline: {exc}") from None
+    records = scan.records
+    if scan.duplicate_notice:
+        limbo.run.notices.append(f"--limbo-baseline: {scan.duplicate_notice}")
     if not records:
         raise UsageError(f"--limbo-baseline: {shown_path(path)} holds no records")
     return path, records
@@ -241,18 +247,18 @@ class LimboController:
 
     def take_record(self, report: pytest.TestReport) -> None:
         if str(report.when) == "???" and self.run.writer is not None:  # xdist: a worker died
-            from limbo_plugin.report.abandoned import collect_abandoned
+            from limbo_plugin.store.abandoned import collect_abandoned
 
             for line in collect_abandoned(self.settings.records_path):
                 self.run.writer.write(line)
                 self.take_outcome(line)
         line = report.__dict__.pop(RECORD_ATTRIBUTE, None)
         if line is not None and self.run.writer is not None:
-            from limbo_plugin.report.outcomes import Outcome
-            from limbo_plugin.report.record_files import RecordWriteError
+            from limbo_plugin.store.files import RecordWriteError
+            from limbo_plugin.store.view import EpisodeView
 
             try:  # read back before it is written: a line the file cannot hold stays out
-                outcome = Outcome.from_json(line)
+                outcome = EpisodeView.from_json(line)
             except ValueError as exc:
                 self.run.late_notices.append(f"the record of {report.nodeid} does not read back "
                                           f"({' '.join(str(exc).split())[:300]}); not written")
@@ -272,7 +278,7 @@ class LimboController:
                 reason = SkipReason(str(value))
                 self.run.skips[reason] = self.run.skips.get(reason, 0) + 1
 
-    def count_errors(self, outcome: Outcome) -> None:
+    def count_errors(self, outcome: EpisodeView) -> None:
         """Stop the run after ``--limbo-max-errors`` infrastructure errors in a row: a refused
         key or a gateway that went away would otherwise cost every remaining episode its
         retries. The episodes already running finish and are recorded."""
@@ -288,10 +294,10 @@ class LimboController:
         stop_session(self.session, self.limbo.config, run.stopped_for_errors)
 
     def take_outcome(self, line: str) -> None:
-        from limbo_plugin.report.outcomes import Outcome
+        from limbo_plugin.store.view import EpisodeView
 
         with contextlib.suppress(ValueError):
-            outcome = Outcome.from_json(line)
+            outcome = EpisodeView.from_json(line)
             self.run.outcomes[outcome.identity] = outcome
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -393,7 +399,7 @@ class LimboController:
         if infrastructure_failed(self.run, exitstatus):
             session.exitstatus = INFRASTRUCTURE_ERROR
         if self.settings.collects_specs and not session.config.option.collectonly:
-            from limbo_plugin.report.runs import log_run
+            from limbo_plugin.store.runs import log_run
 
             log_run(self.settings.records_path, self.run.run_id,
                     [str(a) for a in session.config.invocation_params.args],

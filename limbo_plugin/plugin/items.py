@@ -185,7 +185,7 @@ class EpisodeItem(pytest.Item):
 
     def setup(self) -> None:
         from limbo_plugin.episode import run_episode
-        from limbo_plugin.records import record_line
+        from limbo_plugin.records import RunContext, record_line
 
         limbo: Limbo = self.config.stash[STATE]
         run, cost_limit = limbo.run, limbo.settings.cost_limit
@@ -196,15 +196,13 @@ class EpisodeItem(pytest.Item):
         if run.cost_meter is not None and run.cost_meter.refresh() >= (cost_limit or 0):
             self.skip(SkipReason.COST_LIMIT,
                       f"cost limit of ${cost_limit} reached; not starting new episodes")
+        context = RunContext(run_id=run.run_id, experiment=self.experiment, arm=self.arm,
+                             repeat=self.episode.repeat)
         record = run_episode(self.episode.key, self.episode.config,
                              registry=limbo.specs.loaded_registry,
                              agent_options=self.agent_options,
                              time_limit_s=limbo.settings.episode_timeout,
-                             on_abandon=self.abandoned)
-        record.run_id = run.run_id
-        if self.episode.repeat:
-            record.repeat, record.test_id = self.episode.repeat, self.episode.id
-        record.experiment, record.arm = self.experiment, self.arm
+                             on_abandon=self.abandoned, context=context)
         self.record, self.record_line = record_line(record)
         if limbo.settings.is_worker:
             self.stop_worker_on_errors(limbo, self.record.error)
@@ -230,13 +228,9 @@ class EpisodeItem(pytest.Item):
         import sys
 
         from limbo_plugin.records import record_line
-        from limbo_plugin.report.abandoned import keep_abandoned
+        from limbo_plugin.store.abandoned import keep_abandoned
 
         limbo: Limbo = self.config.stash[STATE]
-        record.run_id = limbo.run.run_id
-        if self.episode.repeat:
-            record.repeat, record.test_id = self.episode.repeat, self.episode.id
-        record.experiment, record.arm = self.experiment, self.arm
         _, line = record_line(record)
         if limbo.settings.is_worker:
             keep_abandoned(limbo.settings.records_path, line)

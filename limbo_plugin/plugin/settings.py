@@ -26,14 +26,14 @@ from limbo_plugin.records import RUN_FIELDS
 if TYPE_CHECKING:
     from limbo_plugin.agents.options import AgentOptions
     from limbo_plugin.plugin.items import SkipReason
-    from limbo_plugin.report.custody import RecordsLock
     from limbo_plugin.report.gate import GateResult, GateSpec
-    from limbo_plugin.report.outcomes import Outcome
-    from limbo_plugin.report.record_files import CostMeter, RecordWriter
     from limbo_plugin.runconfig import RunConfig
     from limbo_plugin.sampling import Sample
     from limbo_plugin.sharding import Shard
     from limbo_plugin.spec.registry import SpecRegistry
+    from limbo_plugin.store.custody import RecordsLock
+    from limbo_plugin.store.files import CostMeter, RecordWriter
+    from limbo_plugin.store.view import EpisodeView
 
 Identity = tuple[str, str, int]
 """An episode's identity in the records: its id, its configuration's fingerprint, its repeat."""
@@ -105,7 +105,7 @@ def _specs_option(value: str) -> Path:
 def settings_from(config: pytest.Config) -> Settings:
     """Read and check every option of ``config``; nothing is changed."""
     from limbo_plugin.agents.options import parse_model_options
-    from limbo_plugin.report.progress import parse_interval
+    from limbo_plugin.plugin.progress import parse_interval
     from limbo_plugin.spec.registry import default_specs_dir
 
     root = Path(str(config.rootpath))
@@ -258,11 +258,11 @@ class RunState:
     gate: GateSpec | None = None
     gate_result: GateResult | None = None
     baseline_path: Path | None = None
-    baseline: list[Outcome] = field(default_factory=list)
+    baseline: list[EpisodeView] = field(default_factory=list)
     done: set[Identity] = field(default_factory=set)
     """On resume: the episodes already recorded without an error (not run again)."""
-    previous: dict[Identity, Outcome] = field(default_factory=dict)
-    outcomes: dict[Identity, Outcome] = field(default_factory=dict)
+    previous: dict[Identity, EpisodeView] = field(default_factory=dict)
+    outcomes: dict[Identity, EpisodeView] = field(default_factory=dict)
     """This run's episodes, one slim row each (the JSONL file holds the records)."""
     selected: set[Identity] = field(default_factory=set)
     deselected_episodes: int = 0
@@ -278,7 +278,7 @@ class RunState:
     ``--limbo-max-errors``): its exit status is then the infrastructure one."""
     sigterm_handler: Any = None
 
-    def remember_done(self, outcomes: list[Outcome], *, keep: bool) -> None:
+    def remember_done(self, outcomes: list[EpisodeView], *, keep: bool) -> None:
         """On resume: the episodes already recorded without an error are not run again (and,
         with ``keep``, on the controller, count in the summary)."""
         for outcome in outcomes:
@@ -287,7 +287,7 @@ class RunState:
                 if keep:
                     self.previous[outcome.identity] = outcome
 
-    def all_outcomes(self) -> list[Outcome]:
+    def all_outcomes(self) -> list[EpisodeView]:
         """This run's episodes plus, on resume, the earlier ones of the selected episodes."""
         merged = {k: v for k, v in self.previous.items() if not self.selected or
                   k in self.selected}

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from limbo_plugin.plugin.items import SkipReason
-from limbo_plugin.report.record_files import shown_path
+from limbo_plugin.store.files import shown_path
 
 if TYPE_CHECKING:
     from limbo_plugin.plugin.settings import Limbo
-    from limbo_plugin.report.outcomes import Outcome
+    from limbo_plugin.store.view import EpisodeView
 
 
 def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: int) -> None:
@@ -103,7 +103,7 @@ def print_summary(terminalreporter: Any, limbo: Limbo) -> None:
             write(line, **(color if i == 0 else {}))
 
 
-def infrastructure_error_lines(outcomes: Iterable[Outcome], shown: int = 5) -> list[str]:
+def infrastructure_error_lines(outcomes: Iterable[EpisodeView], shown: int = 5) -> list[str]:
     """This run's infrastructure errors grouped by cause (the first line of each), most
     frequent first: printed whatever ``--tb`` says, since with ``--tb=no`` nothing else would
     say why the episodes did not run."""
@@ -127,7 +127,7 @@ def plan_lines(per_agent: Mapping[str, int], cost_limit: float | None,
     """The plan of a model-backed run, one line per model agent — its episodes, model calls,
     tokens and estimated cost (``limbo plan``'s estimate from the paper's figures) — and the
     budget (``--limbo-cost-limit``) it is held to; nothing for scripted runs."""
-    from limbo_plugin.report.plan import COMPLETION_SHARE, budget
+    from limbo_plugin.planning.cost import COMPLETION_SHARE, budget
 
     rows = [budget(agent, count, None, COMPLETION_SHARE)
             for agent, count in sorted(per_agent.items())

@@ -24,7 +24,7 @@ from limbo_plugin.report.icc import (
     Measure,
     config_of,
 )
-from limbo_plugin.report.outcomes import GradedEpisode
+from limbo_plugin.store.read import GradedEpisode
 
 METRICS = ("duplicate_rate", "eos_rate", "ts_rate", "overclaim_rate")
 ALL_FAULTED = "all_faulted"

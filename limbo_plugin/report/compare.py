@@ -31,7 +31,7 @@ SHOWN_IDS = 10
 
 
 class Comparable(Protocol):
-    """What a comparison reads of an episode: an :class:`~limbo_plugin.report.outcomes.Outcome`
+    """What a comparison reads of an episode: an :class:`~limbo_plugin.store.view.EpisodeView`
     or a whole :class:`~limbo_plugin.records.EpisodeRecord`."""
 
     @property
@@ -282,13 +282,13 @@ def read_side(path: str | Path) -> list[Any]:
     """The records of one run, as slim rows (traces unparsed); a missing, empty or broken file
     is a :class:`~limbo_plugin.errors.UsageError` naming it."""
     from limbo_plugin.errors import UsageError
-    from limbo_plugin.report.outcomes import read_outcomes
+    from limbo_plugin.store.read import read_views
 
     file = Path(path)
     if not file.is_file():
         what = "is a directory" if file.is_dir() else "does not exist"
         raise UsageError(f"{path} {what}; {GIVE_RECORDS}")
-    records = read_outcomes(file)
+    records = read_views(file)
     if not records:
         raise UsageError(f"{path} holds no records")
     return records

@@ -19,10 +19,10 @@ from pydantic import Field, model_validator
 
 from limbo_plugin.errors import SpecError
 from limbo_plugin.report.aggregate import ALL_FAULTED, METRICS, Summary, summarize
-from limbo_plugin.report.outcomes import GradedEpisode
 from limbo_plugin.spec.loader import load_yaml, validate
 from limbo_plugin.spec.models import StrictModel
 from limbo_plugin.stats import holm, mcnemar_exact
+from limbo_plugin.store.read import GradedEpisode
 
 Metric = Literal["duplicate_rate", "eos_rate", "ts_rate", "overclaim_rate"]
 

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 from limbo_plugin.records import make_test_id
 from limbo_plugin.report.facets import outcome_of
 from limbo_plugin.report.figures import Figure, FigureResult
-from limbo_plugin.report.load import EpisodeRow, LoadedRecords, read_raw_lines
+from limbo_plugin.report.load import LoadedRecords, read_raw_lines
 from limbo_plugin.report.render import format_cell
 from limbo_plugin.report.tables.base import RateCell, Result, Skipped, Table
+from limbo_plugin.store.view import EpisodeView
 
 if TYPE_CHECKING:
     from markupsafe import Markup
@@ -55,7 +56,7 @@ INTERNED = frozenset({"agent", "contract", "docs", "instruction", "condition", "
                       "behaviour", "final_status"})
 
 
-def episode_uid(row: EpisodeRow) -> str:
+def episode_uid(row: EpisodeView) -> str:
     """A short, stable id for URLs (``index.html#episode=<uid>``): key, configuration and
     repeat (the explorer also takes the test id pytest prints)."""
     repeat = f"|{row.repeat}" if row.repeat else ""
@@ -63,7 +64,7 @@ def episode_uid(row: EpisodeRow) -> str:
     return digest[:12]
 
 
-def index_payload(rows: Sequence[EpisodeRow]) -> dict[str, Any]:
+def index_payload(rows: Sequence[EpisodeView]) -> dict[str, Any]:
     """Columns, interned values and one list per episode; the explorer expands it lazily."""
     values: dict[str, list[Any]] = {name: [] for name in INDEX_FIELDS if name in INTERNED}
     lookup: dict[str, dict[Any, int]] = {name: {} for name in values}
@@ -91,7 +92,7 @@ def index_payload(rows: Sequence[EpisodeRow]) -> dict[str, Any]:
             "familyOrder": sorted(ranks, key=lambda family: (ranks[family], family))}
 
 
-def write_data(rows: Sequence[EpisodeRow], loaded: LoadedRecords, directory: Path) -> int:
+def write_data(rows: Sequence[EpisodeView], loaded: LoadedRecords, directory: Path) -> int:
     """Write ``index.js`` and the record chunks; returns the number of chunk files."""
     directory.mkdir(parents=True, exist_ok=True)
     for old in directory.glob("episodes-*.js"):

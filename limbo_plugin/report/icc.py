@@ -88,6 +88,10 @@ def config_of(episode: Any) -> Config:
     return experiment_of(episode), run_fingerprint(episode)
 
 
+def _config_order(config: Config) -> tuple[bool, str, str]:
+    return config[0] is None, config[0] or "", config[1]
+
+
 @dataclass(frozen=True)
 class Rho:
     """One estimate of ρ and the number of cells (configuration × family with episodes in the
@@ -116,7 +120,7 @@ class IccBook:
 
     @property
     def configs(self) -> list[Config]:
-        return sorted(self._by_config, key=lambda c: (c[0] is None, c[0] or "", c[1]))
+        return sorted(self._by_config, key=_config_order)
 
     def _pool(self, configs: Iterable[Config]) -> frozenset[Config]:
         """The configurations whose cells a cell of ``configs`` takes its ρ from."""
@@ -134,7 +138,9 @@ class IccBook:
         key = (measure.name, pool)
         if key not in self._cache:
             cells: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
-            for config in pool:
+            # in the configurations' order, not the set's (which follows the hash seed): the
+            # cells' sums of squares add up in one order, so ρ is the same to the last digit
+            for config in sorted(pool, key=_config_order):
                 for episode in self._by_config.get(config, ()):
                     if measure.scope(episode):
                         cells[config, episode.family].append(episode)

@@ -3,7 +3,7 @@
 A study is tens of thousands of episodes whose traces and ledgers are most of each line. Tables need
 about thirty scalar fields, so each line is validated into :class:`SlimRecord` (pydantic skips the
 fields it does not declare without building Python objects for them) and kept as a slotted
-:class:`EpisodeRow`; the explorer later re-reads a row's full line by its byte offset.
+:class:`EpisodeView`; the explorer later re-reads a row's full line by its byte offset.
 
 Merging rules, in this order:
 
@@ -23,7 +23,7 @@ Merging rules, in this order:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,9 +31,16 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from limbo_plugin.experiments.design import ModelLabel
-from limbo_plugin.records import DEFAULT_RECORDS, RECORD_SCHEMA_VERSION
-from limbo_plugin.report.episode_view import EpisodeView
-from limbo_plugin.report.record_files import RecordFileError
+from limbo_plugin.records import DEFAULT_RECORDS
+from limbo_plugin.store.read import (
+    RecordFileError,
+    RecordScan,
+    line_problem,
+    parsed_lines,
+    validation_problem,
+    version_problem,
+)
+from limbo_plugin.store.view import EpisodeView
 
 if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
@@ -175,10 +182,6 @@ class SpecFacts:
                         record.focal_accepts_key)
 
 
-EpisodeRow = EpisodeView
-"""The report's name for the one view of an episode (:mod:`.episode_view`)."""
-
-
 def first_action(record: ReportLine) -> str | None:
     """The agent's first call after the focal fault: its tool, or ``reissue`` for the focal tool.
 
@@ -210,7 +213,7 @@ def _key_of(entry: _SlimTraceEntry) -> str | None:
 def reissue_of(record: ReportLine, facts: SpecFacts
                ) -> tuple[bool | None, str | None, float | None]:
     """``(focal_keyed, reissue_key, reissue_after_s)`` from the agent's own calls (see
-    :class:`EpisodeRow`). A re-issue is a later agent call of the focal tool whose intent
+    :class:`EpisodeView`). A re-issue is a later agent call of the focal tool whose intent
     fields equal the faulted call's (SPEC §5)."""
     if not record.fired or record.fault.t_fired is None or record.focal_tool is None:
         return None, None, None
@@ -261,8 +264,8 @@ class LoadedRecords:
     """What ``limbo report`` works from, with the counts it tells the user."""
 
     sources: list[Path]
-    rows: list[EpisodeRow] = field(default_factory=list)
-    repeats: list[EpisodeRow] = field(default_factory=list)
+    rows: list[EpisodeView] = field(default_factory=list)
+    repeats: list[EpisodeView] = field(default_factory=list)
     """Declared repeat runs of an episode in ``rows`` (same experiment, arm, world and
     configuration, a higher ``repeat``)."""
     read: int = 0
@@ -291,34 +294,15 @@ class LoadedRecords:
         return lines
 
 
-def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
-    """``(line number, byte offset, line)`` of every non-blank line."""
-    offset = 0
-    from limbo_plugin.report.record_files import bounded_lines
-
-    with path.open("rb") as handle:
-        for number, line in enumerate(bounded_lines(handle, path), start=1):
-            if line.strip():
-                yield number, offset, line
-            offset += len(line)
-
-
-def parse_line(path: Path, number: int, line: bytes, last: bool) -> ReportLine | None:
+def parse_line(raw: bytes) -> tuple[ReportLine | None, str]:
+    """One record line as the report reads it, or ``None`` and what is wrong with it."""
     try:
-        record = _LINE.validate_json(line)
+        record = _LINE.validate_json(raw)
     except ValidationError as exc:
-        if last and not line.endswith(b"\n"):
-            return None
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "line"
-        raise RecordFileError(f"{path}:{number}: not an episode record ({where}: "
-                              f"{first['msg']}); expected one JSON EpisodeRecord per line, "
-                              "as pytest --limbo-records writes") from None
-    if record.schema_version != RECORD_SCHEMA_VERSION:
-        raise RecordFileError(f"{path}:{number}: record schema version "
-                              f"{record.schema_version}, this Limbo reads version "
-                              f"{RECORD_SCHEMA_VERSION}")
-    return record
+        return None, line_problem(raw) or validation_problem(exc)
+    if version_problem(record.schema_version):
+        return None, line_problem(raw)
+    return record, ""
 
 
 def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords:
@@ -332,29 +316,26 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
         if not path.is_file():
             raise RecordFileError(f"{path}: no such record file")
     loaded = LoadedRecords(sources=sources)
-    kept: dict[tuple[Any, ...], EpisodeRow] = {}
+    kept: dict[tuple[Any, ...], EpisodeView] = {}
     for source, path in enumerate(sources):
-        in_file: dict[tuple[Any, ...], EpisodeRow] = {}
-        size = path.stat().st_size
-        for number, offset, line in iter_lines(path):
-            record = parse_line(path, number, line, last=offset + len(line) >= size)
-            if record is None:
-                loaded.torn_lines += 1
-                continue
+        in_file: dict[tuple[Any, ...], EpisodeView] = {}
+        scan: RecordScan[ReportLine] = RecordScan(path)
+        for line, record in parsed_lines(scan, parse_line):
             loaded.read += 1
             if record.error is not None:
                 loaded.errors_dropped += 1
                 continue
-            row = to_view(record, facts, source, offset, len(line))
+            row = to_view(record, facts, source, line.offset, len(line.raw))
             if row.record_identity in in_file:
                 loaded.duplicates_dropped += 1
             in_file[row.record_identity] = row
+        loaded.torn_lines += scan.torn_at is not None
         for identity, row in in_file.items():
             if identity in kept:
                 loaded.duplicates_dropped += 1
             else:
                 kept[identity] = row
-    first: dict[tuple[Any, ...], EpisodeRow] = {}
+    first: dict[tuple[Any, ...], EpisodeView] = {}
     for row in sorted(kept.values(), key=lambda r: r.repeat):
         if row.run_key in first:
             loaded.repeats.append(row)
@@ -365,13 +346,13 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
     return loaded
 
 
-def sort_key(row: EpisodeRow) -> tuple[Any, ...]:
+def sort_key(row: EpisodeView) -> tuple[Any, ...]:
     return (row.experiment or "", row.arm or "", row.agent, row.contract, row.docs,
             row.instruction, row.condition, row.operator, row.template, row.instance,
             row.focal_write, row.fault_mode)
 
 
-def read_raw_lines(sources: Sequence[Path], rows: Sequence[EpisodeRow]) -> list[bytes]:
+def read_raw_lines(sources: Sequence[Path], rows: Sequence[EpisodeView]) -> list[bytes]:
     """The stored JSON lines of ``rows``, in order, without parsing them (for the explorer)."""
     out: list[bytes] = []
     handles: dict[int, Any] = {}

@@ -14,12 +14,12 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.store.view import EpisodeView
 
 
 @dataclass(frozen=True)
 class Matched:
-    rows: list[EpisodeRow]
+    rows: list[EpisodeView]
     dropped: int
     """Episodes left out because some compared configuration of their agent lacks the world."""
 
@@ -30,9 +30,9 @@ class Matched:
                 "episode(s) on worlds only some of them ran are left out.")
 
 
-def on_shared_worlds(rows: Sequence[EpisodeRow],
-                     configuration: Callable[[EpisodeRow], Hashable],
-                     by: Callable[[EpisodeRow], Hashable] = lambda r: r.agent) -> Matched:
+def on_shared_worlds(rows: Sequence[EpisodeView],
+                     configuration: Callable[[EpisodeView], Hashable],
+                     by: Callable[[EpisodeView], Hashable] = lambda r: r.agent) -> Matched:
     """The episodes of ``rows`` whose world (episode id) every ``configuration`` of the same
     ``by`` group (default: the agent) has."""
     worlds: dict[Hashable, dict[Hashable, set[str]]] = defaultdict(lambda: defaultdict(set))

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from limbo_plugin.records import run_fingerprint
 from limbo_plugin.report.aggregate import ALL_FAULTED, config_label
-from limbo_plugin.report.outcomes import GradedEpisode
+from limbo_plugin.store.read import GradedEpisode
 
 
 class Repeated(Protocol):

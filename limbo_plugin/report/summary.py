@@ -7,7 +7,7 @@ from pathlib import Path
 
 from limbo_plugin.atomic_files import write_text_atomically
 from limbo_plugin.report.aggregate import ICC_EXPLAINED, FamilyRow, Rate, Summary
-from limbo_plugin.report.record_files import summary_paths
+from limbo_plugin.store.files import summary_paths
 
 HEADER = ("family", "episodes", "fired", "duplicate rate", "EOS", "TS", "overclaim")
 

@@ -78,7 +78,7 @@ def execute(study: Study, run: Run, logs: Path, api_base: str | None) -> str:
 def verify(study: Study, run: Run, log: Path) -> str:
     """Every planned episode is in the records: a selection that drifted from the plan, or a
     run that stopped early, is found here and not in a table short of rows."""
-    from limbo_plugin.report.record_files import read_records
+    from limbo_plugin.store.read import read_records
 
     latest = {r.test_id: r for r in read_records(run.records)}
     expected = study.expected_ids(run)

@@ -35,7 +35,7 @@ def is_scripted(agent: str) -> bool:
 def harness_model(agent: str) -> str:
     """The model a harness runs for a scaffold agent: ``litellm:openai/m`` → ``m`` (the
     harness's own provider routing applies), ``scripted:p`` → ``p`` (served locally)."""
-    from limbo_plugin.report.facets import model_of
+    from limbo_plugin.agents.registry import model_of
 
     return model_of(agent).rsplit("/", 1)[-1]
 
@@ -189,11 +189,11 @@ class Study:
 # -- budget ------------------------------------------------------------------------------------
 def budget(study: Study, runs: Sequence[Run], cassette: str | None) -> tuple[list[str], bool]:
     """Lines of the budget, and whether it spends anything (a model call not served locally)."""
-    from limbo_plugin.report import plan
+    from limbo_plugin.planning import cost as plan
 
     usage = None
     if cassette is not None:
-        from limbo_plugin.report.plan_cassette import load_usage
+        from limbo_plugin.planning.measured import load_usage
 
         usage = load_usage(cassette)
     lines, total, unknown, spends = [], 0.0, 0, False

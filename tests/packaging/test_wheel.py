@@ -90,6 +90,14 @@ def test_the_wheel_carries_every_spec_file_as_it_is_in_specs(wheel: Path) -> Non
     assert all(shipped[name] == (ROOT / "specs" / name).read_bytes() for name in SPEC_FILES)
 
 
+def test_the_wheel_is_typed_for_extensions(wheel: Path) -> None:
+    """``py.typed`` beside the public extension module: mypy checks an extension package
+    against the installed Limbo's annotations instead of treating it as untyped."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    assert {"limbo_plugin/py.typed", "limbo_plugin/extend.py"} <= names
+
+
 @pytest.mark.slow
 def test_the_main_job_runs_in_an_empty_directory(installed: Path, tmp_path: Path) -> None:
     result = _run([str(installed / "python"), "-m", "pytest", "--experiment", "default",

@@ -8,6 +8,7 @@ whose ``PYTHONPATH`` holds that folder, so nothing leaks into this process."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -17,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from limbo_plugin.extensions import DISABLE
+
 EXTENSION = '''\
 """Limbo extensions of a user's package: a condition, an agent kind and a report table."""
 
@@ -24,12 +27,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from limbo_plugin.agents.base import AgentSession
-from limbo_plugin.agents.registry import AgentKind
-from limbo_plugin.conditions.base import Condition, Middleware
-from limbo_plugin.errors import UsageError
-from limbo_plugin.report.tables.base import Column, Result, Skipped, Table
-from limbo_plugin.toolapi import ToolCall, ToolResult
+from limbo_plugin.extend import (
+    AgentKind,
+    AgentSession,
+    Column,
+    Condition,
+    Middleware,
+    Result,
+    Skipped,
+    Table,
+    ToolCall,
+    ToolResult,
+    UsageError,
+)
 
 
 class DemoNote(Middleware):
@@ -122,6 +132,7 @@ def install_beside(site: Path, name: str = "limbo_demo_ext", body: str = EXTENSI
 @pytest.fixture
 def project(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     (project.path / "specs" / "experiments" / "small.yaml").write_text(SMALL)
+    monkeypatch.delenv(DISABLE)  # the runs these tests start read installed extensions
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(project.path / "site"), *filter(None, [os.environ.get("PYTHONPATH")])]))
     return project
@@ -186,7 +197,7 @@ def test_a_name_taken_by_two_packages_is_one_line_naming_both(
         project: pytest.Pytester) -> None:
     site = project.path / "site"
     install_beside(site)
-    clash = 'from limbo_plugin.conditions.base import Condition\n' \
+    clash = 'from limbo_plugin.extend import Condition\n' \
             'CONDITIONS = (Condition("guard", "a second guard"),)\n'
     install_beside(site, "limbo_clash_ext", clash)
     result = project.runpytest_subprocess("--experiment", "small")
@@ -207,3 +218,56 @@ def test_pip_install_of_the_package_is_enough(project: pytest.Pytester) -> None:
     points = list((project.path / "site").glob("limbo_demo_ext-*.dist-info/entry_points.txt"))
     assert len(points) == 1 and "[limbo]" in points[0].read_text()
     runs_the_extension(project)
+
+
+def test_limbo_list_shows_the_extension_and_what_it_declares(project: pytest.Pytester) -> None:
+    install_beside(project.path / "site")
+    listed = limbo(project, "list", "extensions")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == ["limbo_demo_ext", "limbo_demo_ext", "limbo_demo_ext",
+                                     "0.1.0", "CONDITIONS", "(1),", "AGENT_KINDS", "(1),",
+                                     "TABLES", "(1)"]
+    assert "lazy:<reason>" in limbo(project, "list", "agents").stdout
+    assert "per_condition" in limbo(project, "list", "tables").stdout.splitlines()[-1]
+
+
+def test_the_switch_leaves_a_broken_extension_out(project: pytest.Pytester,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Limbo's own suite runs under: an installed extension that does not even import
+    cannot fail Limbo's runs, and ``limbo list extensions`` says why none is listed."""
+    install_beside(project.path / "site", body="raise ImportError('no module named nope')\n")
+    (project.path / "specs" / "experiments" / "plain.yaml").write_text(
+        SMALL.replace("small", "plain").replace(", demo_note", "").replace(', "lazy:tired"', ""))
+    monkeypatch.setenv(DISABLE, "1")
+    result = project.runpytest_subprocess("--experiment", "plain")
+    result.assert_outcomes(passed=2)
+    assert limbo(project, "list", "extensions").stdout == \
+        f"extensions are turned off ({DISABLE} is set)\n"
+
+
+def test_limbos_own_suite_runs_with_extensions_off() -> None:
+    assert os.environ.get(DISABLE) == "1"
+
+
+def architecture_example() -> str:
+    """The extension module of ARCHITECTURE.md's *From your own package*, as printed there."""
+    text = (Path(__file__).resolve().parents[2] / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("### From your own package", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_documented_extension_imports_only_the_public_module_and_runs(
+        project: pytest.Pytester) -> None:
+    example = architecture_example()
+    imported = {node.module for node in ast.walk(ast.parse(example))
+                if isinstance(node, ast.ImportFrom) and node.module}
+    assert {m for m in imported if m.startswith("limbo_plugin")} == {"limbo_plugin.extend"}
+    install_beside(project.path / "site", "my_package", example)
+    (project.path / "specs" / "experiments" / "mine.yaml").write_text(
+        SMALL.replace("small", "mine").replace("demo_note", "noted"))
+    result = project.runpytest_subprocess("--experiment", "mine", "-p", "no:randomly")
+    result.assert_outcomes(passed=4, failed=4)
+    noted = [r for r in records(project) if r["condition"] == "noted"
+             and r["fault_mode"] == "timeout_post" and r["agent"] == "scripted:verify_first"]
+    assert [any(e["response"].get("note") == "noted" for e in r["trace"]) for r in noted] == \
+        [True]

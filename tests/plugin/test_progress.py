@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from limbo_plugin.report.outcomes import Outcome, OutcomeUsage
-from limbo_plugin.report.progress import Progress
+from limbo_plugin.plugin.progress import Progress
+from limbo_plugin.store.view import EpisodeView, ViewUsage
 
 LINE = re.compile(r"^limbo: (\d+)/(\d+) episodes \(\d+%\), \S+(, ETA \S+)? \| "
                   r"(duplicate rate .*\| )?(\d+) infrastructure errors?$")
@@ -58,12 +58,12 @@ def test_a_bad_interval_is_one_line(project: pytest.Pytester) -> None:
 
 
 def outcome(family: str, duplicates: int, *, error: str | None = None,
-            cost: float = 0.0) -> Outcome:
-    return Outcome(episode_id="e", template="t", family=family, agent="litellm:m",
+            cost: float = 0.0) -> EpisodeView:
+    return EpisodeView(episode_id="e", template="t", family=family, agent="litellm:m",
                    contract="native", docs="default", instruction="default",
                    condition="vanilla", operator="truthful", fired=True, ts=True,
                    eos=duplicates == 0, overclaim=False, duplicates=duplicates, error=error,
-                   usage=OutcomeUsage(cost_usd=cost))
+                   usage=ViewUsage(cost_usd=cost))
 
 
 def test_the_line_counts_cost_errors_and_eta() -> None:
@@ -84,10 +84,10 @@ def test_records_that_arrive_before_a_teardown_are_all_counted() -> None:
     teardown report arrives: each record counts once, none is skipped."""
     from types import SimpleNamespace
 
-    from limbo_plugin.report.progress import LiveProgress
+    from limbo_plugin.plugin.progress import LiveProgress
 
     config = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
-    outcomes: dict[str, Outcome] = {}
+    outcomes: dict[str, EpisodeView] = {}
     live = LiveProgress(config, outcomes, interval=3600.0, cost_limit=None,
                         family_order=lambda: ())
 

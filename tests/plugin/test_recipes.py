@@ -186,14 +186,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from limbo_plugin.report.facets import ordered_families
-from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.store.view import EpisodeView
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table
 
 ID = "episodes_per_family"
 TITLE = "Episodes per family"
 
 
-def table_per_family(rows: Sequence[EpisodeRow]) -> Result:
+def table_per_family(rows: Sequence[EpisodeView]) -> Result:
     if not rows:
         return Skipped(ID, TITLE, "no episode")
     table = Table(ID, TITLE, "How many episodes each family has.",

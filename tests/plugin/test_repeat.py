@@ -9,8 +9,8 @@ from math import comb
 
 import pytest
 
-from limbo_plugin.report.outcomes import Outcome
 from limbo_plugin.report.passk import pass_hat_k, pass_k_rows
+from limbo_plugin.store.view import EpisodeView
 
 
 def records(project: pytest.Pytester) -> list[dict]:
@@ -76,8 +76,8 @@ def test_pass_hat_k_is_tau2_benchs() -> None:
     assert pass_hat_k([(1, 1)], 2) is None
 
 
-def outcome(episode: str, family: str, passed: bool, repeat: int) -> Outcome:
-    return Outcome(episode_id=episode, template="t", family=family, agent="scripted:x",
+def outcome(episode: str, family: str, passed: bool, repeat: int) -> EpisodeView:
+    return EpisodeView(episode_id=episode, template="t", family=family, agent="scripted:x",
                    contract="native", docs="default", instruction="default",
                    condition="vanilla", operator="truthful", fired=True, ts=True, eos=passed,
                    overclaim=False, duplicates=0 if passed else 1, repeat=repeat)

@@ -12,11 +12,11 @@ from limbo_plugin.cli import main
 from limbo_plugin.errors import UsageError
 from limbo_plugin.experiments import load_experiment
 from limbo_plugin.records import run_fingerprint
-from limbo_plugin.report.load import RecordFileError
-from limbo_plugin.report.merge import merge_records
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.sharding import Shard, assign_worlds, expected_costs, shard_of_each
 from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.store.merge import merge_records
+from limbo_plugin.store.read import RecordFileError
 
 PAIRED = """\
 name: paired

@@ -19,12 +19,12 @@ from limbo_plugin.report.compare import compare_runs
 from limbo_plugin.report.compare import render_text as compare_text
 from limbo_plugin.report.gate import GateSpec, Threshold, run_gate
 from limbo_plugin.report.icc import DUPLICATE, IccBook
-from limbo_plugin.report.outcomes import read_outcomes
 from limbo_plugin.report.summary import render_markdown, render_text
 from limbo_plugin.report.tables import build_tables
 from limbo_plugin.report.tables.agents import table3
 from limbo_plugin.report.tables.base import RateCell, Table
 from limbo_plugin.stats import icc_within_cells, rate_with_interval
+from limbo_plugin.store.read import read_views
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = ("not_executed", "lost_ack", "misleading_500", "partial_batch", "late_commit",
@@ -74,7 +74,7 @@ def report_interval(table: Table, agent: str, family: str) -> tuple[str, str]:
 def test_summary_gate_and_report_agree_on_every_cell(tmp_path: Path) -> None:
     records = family_effect_records()
     path = write(tmp_path / "episodes.jsonl", records)
-    outcomes = read_outcomes(path)
+    outcomes = read_views(path)
     summary = summarize(outcomes, family_order=FAMILIES)
     text, markdown = "\n".join(render_text(summary)), render_markdown(summary)
     gate = GateSpec(name="g", thresholds=[
@@ -99,7 +99,7 @@ def test_rho_is_the_within_cell_estimate_over_each_configurations_cells(tmp_path
     for r in records:
         by_cell.setdefault((r.agent, r.family), {}).setdefault(r.template, []).append(
             r.duplicates > 0)
-    summary = summarize(read_outcomes(write(tmp_path / "e.jsonl", records)),
+    summary = summarize(read_views(write(tmp_path / "e.jsonl", records)),
                         family_order=FAMILIES)
     text = "\n".join(render_text(summary))
     for agent in OUTCOMES:
@@ -191,7 +191,7 @@ def test_a_cell_does_not_move_when_other_agents_join(tmp_path: Path) -> None:
     for agent, path in files.items():
         alone = table3(load([path]).rows)
         assert isinstance(alone, Table)
-        outcomes = read_outcomes(path)
+        outcomes = read_views(path)
         summary = summarize(outcomes, family_order=FAMILIES)
         text = "\n".join(render_text(summary))
         gate = GateSpec(name="g", thresholds=[
@@ -199,7 +199,7 @@ def test_a_cell_does_not_move_when_other_agents_join(tmp_path: Path) -> None:
             for f in ("late_commit", "lost_ack")])
         verdict = run_gate(gate, outcomes, family_order=FAMILIES).lines()
         other = next(p for a, p in files.items() if a != agent)
-        comparison = compare_runs(outcomes, read_outcomes(other), family_order=FAMILIES)
+        comparison = compare_runs(outcomes, read_views(other), family_order=FAMILIES)
         for family in ("late_commit", "lost_ack"):
             members = [r for r in counted if r.agent == agent and r.family == family]
             expected = rate_with_interval(
@@ -255,7 +255,7 @@ def test_rho_of_one_on_a_tiny_design_is_said(tmp_path: Path) -> None:
     records = [record(template=t, instance=i, fault_mode="timeout_post", agent="scripted:a",
                       duplicated=t == "t1") for t in ("t1", "t2", "t3") for i in range(3)]
     path = write(tmp_path / "tiny.jsonl", records)
-    summary = summarize(read_outcomes(path), family_order=FAMILIES)
+    summary = summarize(read_views(path), family_order=FAMILIES)
     assert next(iter(summary.icc["duplicate"].values())) == 1.0
     assert "ρ reaches 1.0 for duplicate" in "\n".join(render_text(summary))
     table = table3(load([path]).rows)
@@ -265,7 +265,7 @@ def test_rho_of_one_on_a_tiny_design_is_said(tmp_path: Path) -> None:
 
 def test_no_rho_line_when_every_episode_errored(tmp_path: Path) -> None:
     records = [record(template="t1", instance=i, error="harness crashed") for i in range(3)]
-    summary = summarize(read_outcomes(write(tmp_path / "e.jsonl", records)),
+    summary = summarize(read_views(write(tmp_path / "e.jsonl", records)),
                         family_order=FAMILIES)
     text = "\n".join(render_text(summary)) + render_markdown(summary)
     assert "ρ" not in text and "3 episode(s) ended in an infrastructure error" in text

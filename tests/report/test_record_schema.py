@@ -14,15 +14,15 @@ from limbo_plugin.cli import main
 from limbo_plugin.episode import run_episode
 from limbo_plugin.experiments import iter_worlds
 from limbo_plugin.records import RECORD_SCHEMA_VERSION
-from limbo_plugin.report.record_schema import (
+from limbo_plugin.runconfig import RunConfig
+from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.store.schema import (
     FIELDS_END,
     FIELDS_START,
     field_tables,
     schema_text,
     undocumented_fields,
 )
-from limbo_plugin.runconfig import RunConfig
-from limbo_plugin.spec.registry import SpecRegistry
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 REGENERATE = "regenerate with `limbo schema > docs/episode-record.schema.json`"

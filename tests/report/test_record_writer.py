@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from limbo_plugin.report.record_files import RecordWriter
+from limbo_plugin.store.files import RecordWriter
 
 
 class FsyncLog:

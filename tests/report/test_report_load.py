@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from reportkit import load, record, trace, write
 
-from limbo_plugin.report.load import RecordFileError, read_raw_lines
+from limbo_plugin.report.load import read_raw_lines
+from limbo_plugin.store.read import RecordFileError
 
 
 def test_merges_files_drops_duplicates_and_errors_and_keeps_repeats(tmp_path: Path) -> None:

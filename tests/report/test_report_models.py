@@ -18,15 +18,15 @@ from reportkit import cell, load, record, trace, write
 
 import limbo_plugin.stats as stats
 from limbo_plugin.records import EpisodeRecord
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.render import to_markdown
 from limbo_plugin.report.tables.base import Skipped, Table
 from limbo_plugin.report.tables.equivalence import table_equivalence, table_stability
 from limbo_plugin.report.tables.regression import table_h1
 from limbo_plugin.report.tables.shapley import ONE_LEVEL, table4
+from limbo_plugin.store.view import EpisodeView
 
 
-def rows_of(tmp_path: Path, records: Sequence[EpisodeRecord]) -> list[EpisodeRow]:
+def rows_of(tmp_path: Path, records: Sequence[EpisodeRecord]) -> list[EpisodeView]:
     return load([write(tmp_path / "records.jsonl", records)]).rows
 
 

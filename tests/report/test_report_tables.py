@@ -9,7 +9,6 @@ import pytest
 from reportkit import cell, clusters, load, record, same_configs, within_cell_rho, write
 
 from limbo_plugin.records import EpisodeRecord, TraceEntry
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.render import to_csv, to_json, to_markdown
 from limbo_plugin.report.tables import all_tables, build_tables
 from limbo_plugin.report.tables.agents import table3
@@ -23,9 +22,10 @@ from limbo_plugin.report.tables.overclaim import table_overclaim
 from limbo_plugin.report.tables.stakes import table_stakes
 from limbo_plugin.report.tables.waiting import table6
 from limbo_plugin.stats import rate_with_interval, tost_independent
+from limbo_plugin.store.view import EpisodeView
 
 
-def rows_of(tmp_path: Path, records: Sequence[EpisodeRecord]) -> list[EpisodeRow]:
+def rows_of(tmp_path: Path, records: Sequence[EpisodeRecord]) -> list[EpisodeView]:
     return load([write(tmp_path / "records.jsonl", records)]).rows
 
 

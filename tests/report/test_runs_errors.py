@@ -9,7 +9,7 @@ import pytest
 from reportkit import cell, record, write
 
 from limbo_plugin.cli import main
-from limbo_plugin.report.runs import describe
+from limbo_plugin.store.runs import describe
 
 
 def test_an_errored_record_is_counted_as_an_error(tmp_path: Path,

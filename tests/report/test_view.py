@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from reportkit import BuiltReport
 
-from limbo_plugin.report.view import report_is_stale
+from limbo_plugin.server.report_view import report_is_stale
 
 URL = re.compile(r"^Serving (.+) at (http://127\.0\.0\.1:\d+/index\.html) \(Ctrl-C to stop\)$")
 
@@ -122,7 +122,7 @@ def test_a_port_in_use_is_one_line_naming_it(tmp_path: Path) -> None:
     import socket
 
     from limbo_plugin.errors import UsageError
-    from limbo_plugin.report.view import serve
+    from limbo_plugin.server.report_view import serve
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

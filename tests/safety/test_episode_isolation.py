@@ -17,9 +17,9 @@ import pytest
 from limbo_plugin.agents import AgentSession, InfrastructureError
 from limbo_plugin.episode import run_episode
 from limbo_plugin.records import EpisodeKey, EpisodeRecord, record_line
-from limbo_plugin.report.outcomes import Outcome
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.store.view import EpisodeView
 
 KEY = EpisodeKey(template="invoice_batch", instance=0, focal_write="charge_1",
                  fault_mode="timeout_post")
@@ -46,7 +46,7 @@ class Scripted:
 def line_of(record: EpisodeRecord) -> str:
     cleaned, line = record_line(record)
     assert EpisodeRecord.model_validate_json(line).model_dump() == cleaned.model_dump()
-    Outcome.from_json(line)  # what the controller reads
+    EpisodeView.from_json(line)  # what the controller reads
     return line
 
 

@@ -23,10 +23,10 @@ import pytest
 from limbo_plugin.cli import main
 from limbo_plugin.errors import LimboError, UsageError
 from limbo_plugin.report.build import make_report
-from limbo_plugin.report.custody import RecordsLock, foreign_file_problem, lock_path
-from limbo_plugin.report.load import RecordFileError
-from limbo_plugin.report.merge import merge_records
 from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.store.custody import RecordsLock, foreign_file_problem, lock_path
+from limbo_plugin.store.merge import merge_records
+from limbo_plugin.store.read import RecordFileError
 
 ONE = ["--experiment", "small", "-k", "invoice_batch and timeout_post"]
 """One episode."""
@@ -123,7 +123,7 @@ def held_by_another_process(records: Path) -> Iterator[None]:
     """A separate process holding the lock on ``records`` until the block ends (killed)."""
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\n"
-         "from limbo_plugin.report.custody import RecordsLock\n"
+         "from limbo_plugin.store.custody import RecordsLock\n"
          f"lock = RecordsLock({str(records)!r}); lock.acquire(); print('locked', flush=True)\n"
          "time.sleep(600)"], stdout=subprocess.PIPE, text=True)
     try:

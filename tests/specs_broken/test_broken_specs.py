@@ -234,15 +234,14 @@ def test_a_records_file_without_newlines_is_refused_with_bounded_memory(tmp_path
     """Sixty-five MiB without a newline (sparse: no disk used) is not read whole."""
     import resource
 
-    from limbo_plugin.report.outcomes import scan_outcomes
-    from limbo_plugin.report.record_files import MAX_LINE_BYTES, RecordFileError
+    from limbo_plugin.store.read import MAX_LINE_BYTES, RecordFileError, scan_views
 
     path = tmp_path / "episodes.jsonl"
     with path.open("wb") as handle:
         handle.truncate(MAX_LINE_BYTES + 2**20)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with time_limit(LIMIT_S), pytest.raises(RecordFileError) as info:
-        scan_outcomes(path)
+        scan_views(path)
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert "episodes.jsonl:1: a line longer than 64 MiB" in str(info.value)
     assert grown_kib < 200 * 1024, "read with a bound"

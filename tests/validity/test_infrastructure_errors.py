@@ -13,10 +13,10 @@ from limbo_plugin.agents.base import AgentSession
 from limbo_plugin.episode import run_episode
 from limbo_plugin.records import EpisodeKey, EpisodeRecord
 from limbo_plugin.report.aggregate import summarize
-from limbo_plugin.report.outcomes import Outcome
 from limbo_plugin.report.summary import render_markdown, render_text
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.store.view import EpisodeView
 
 KEY = EpisodeKey(template="incident_open", instance=0, focal_write="baseline", fault_mode="none")
 
@@ -59,7 +59,7 @@ def test_an_infrastructure_error_record_carries_no_grade(registry: SpecRegistry)
     assert not record.passed
     line = record.model_dump_json()
     assert '"ts":null' in line and '"eos":null' in line
-    assert Outcome.from_json(line).eos is None  # the summary's reader takes it
+    assert EpisodeView.from_json(line).eos is None  # the summary's reader takes it
 
 
 def test_a_duplicate_committed_before_a_hang_is_kept(registry: SpecRegistry) -> None:
@@ -69,8 +69,8 @@ def test_a_duplicate_committed_before_a_hang_is_kept(registry: SpecRegistry) -> 
     assert (ticket.committed, ticket.standing) == (2, 2)
 
 
-def _outcome(record: EpisodeRecord) -> Outcome:
-    return Outcome.from_json(record.model_dump_json())
+def _outcome(record: EpisodeRecord) -> EpisodeView:
+    return EpisodeView.from_json(record.model_dump_json())
 
 
 def test_the_summary_shows_a_duplicate_committed_before_an_error(registry: SpecRegistry

@@ -9,13 +9,13 @@ them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, TypeGuard
 
 from limbo_plugin.extensions import declared
 from limbo_plugin.report.icc import DEFAULT_SCOPE, RhoScope, use_book
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.agents import table3, table3_tiers
 from limbo_plugin.report.tables.base import Result, Skipped, Table
 from limbo_plugin.report.tables.behaviour import table_behaviour
@@ -36,15 +36,19 @@ from limbo_plugin.report.tables.shapley import table4
 from limbo_plugin.report.tables.spec_tables import SPEC_TABLES
 from limbo_plugin.report.tables.stakes import table_stakes
 from limbo_plugin.report.tables.waiting import table6
+from limbo_plugin.store.view import EpisodeView
 
 if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
 
-Generator = Callable[[Sequence[EpisodeRow], Sequence[EpisodeRow]], Result]
+Generator = Callable[[Sequence[EpisodeView], Sequence[EpisodeView]], Result]
 
 
-def _rows_only(fn: Callable[[Sequence[EpisodeRow]], Result]) -> Generator:
-    return lambda rows, repeats: fn(rows)
+def _rows_only(fn: Callable[[Sequence[EpisodeView]], Result]) -> Generator:
+    @functools.wraps(fn)  # named after the table's function (``limbo list tables``)
+    def generate(rows: Sequence[EpisodeView], repeats: Sequence[EpisodeView]) -> Result:
+        return fn(rows)
+    return generate
 
 
 TABLES: tuple[Generator, ...] = (
@@ -74,7 +78,7 @@ def _is_generator(item: object) -> TypeGuard[Generator]:
     return callable(item)
 
 
-def build_tables(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow] = (),
+def build_tables(rows: Sequence[EpisodeView], repeats: Sequence[EpisodeView] = (),
                  registry: SpecRegistry | None = None, *,
                  rho: RhoScope = DEFAULT_SCOPE) -> list[Result]:
     """Every table on the episodes; with ``registry``, first the tables that describe the

@@ -19,7 +19,6 @@ from limbo_plugin.report.facets import (
     unpooled_note,
 )
 from limbo_plugin.report.icc import DUPLICATE, EOS, OVERCLAIM, TS, IccBook, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
     Cell,
     Column,
@@ -31,20 +30,21 @@ from limbo_plugin.report.tables.base import (
     rate,
 )
 from limbo_plugin.report.tables.conditions import condition_rank
+from limbo_plugin.store.view import EpisodeView
 
 ID = "table3_agents"
 TITLE = "Table 3: results by agent"
 
 
-def counted(row: EpisodeRow) -> bool:
+def counted(row: EpisodeView) -> bool:
     return row.family == "none" or row.fired
 
 
-def is_pre(row: EpisodeRow) -> bool:
+def is_pre(row: EpisodeView) -> bool:
     return row.faulted and row.fault_mode.endswith("_pre")
 
 
-def _cells(names: Sequence[str], config: tuple[str, ...], members: Sequence[EpisodeRow],
+def _cells(names: Sequence[str], config: tuple[str, ...], members: Sequence[EpisodeView],
            families: Sequence[str], book: IccBook) -> dict[str, Cell]:
     cells: dict[str, Cell] = dict(zip(names, config, strict=True))
     mine = [r for r in members if r.faulted]
@@ -75,7 +75,7 @@ def _order(names: Sequence[str]) -> Callable[[tuple[tuple[str, ...], object]], t
     return order
 
 
-def table3(rows: Sequence[EpisodeRow]) -> Result:
+def table3(rows: Sequence[EpisodeView]) -> Result:
     faulted = [r for r in rows if r.faulted]
     if not faulted:
         return Skipped(ID, TITLE, "no episode with a fired fault")
@@ -95,7 +95,7 @@ TIERS_ID = "table3_tiers"
 TIERS_TITLE = "Table 3 by model tier (pooled)"
 
 
-def table3_tiers(rows: Sequence[EpisodeRow]) -> Result:
+def table3_tiers(rows: Sequence[EpisodeView]) -> Result:
     """Table 3's columns pooled over each tier's models, as the paper's text reports them ("the
     six frontier models … 0.5%", "the two weaker models … 18%"): one row per tier and the
     configuration but the agent. The tier is the experiment spec's label of each model; a model

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from limbo_plugin.report.icc import IccBook, Measure, scope_note
-from limbo_plugin.report.load import EpisodeRow
+from limbo_plugin.store.view import EpisodeView
 
 Kind = Literal["text", "int", "float", "rate", "pvalue", "percent"]
 K = TypeVar("K", bound=Hashable)
@@ -75,10 +75,10 @@ class Skipped:
 
 
 Result = Table | Skipped
-Outcome = Callable[[EpisodeRow], bool]
+Predicate = Callable[[EpisodeView], bool]
 
 
-def rate(rows: Sequence[EpisodeRow], measure: Measure, book: IccBook) -> RateCell:
+def rate(rows: Sequence[EpisodeView], measure: Measure, book: IccBook) -> RateCell:
     """The cell's rate with the Wilson-on-Kish interval, ρ from ``book`` (one estimate per
     outcome and experiment: the same interval the summary and the gate show)."""
     estimate = book.rate(rows, measure)
@@ -93,9 +93,9 @@ def mean(values: Iterable[float]) -> float | None:
     return sum(data) / len(data) if data else None
 
 
-def group(rows: Iterable[EpisodeRow], key: Callable[[EpisodeRow], K]
-          ) -> dict[K, list[EpisodeRow]]:
-    out: dict[K, list[EpisodeRow]] = defaultdict(list)
+def group(rows: Iterable[EpisodeView], key: Callable[[EpisodeView], K]
+          ) -> dict[K, list[EpisodeView]]:
+    out: dict[K, list[EpisodeView]] = defaultdict(list)
     for row in rows:
         out[key(row)].append(row)
     return dict(out)

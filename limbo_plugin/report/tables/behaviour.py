@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from limbo_plugin.grading.behaviour import BEHAVIOURS
 from limbo_plugin.report.facets import config_labeller, fault_class
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import Cell, Column, Result, Skipped, Table, group
+from limbo_plugin.store.view import EpisodeView
 
 ID = "behaviour"
 TITLE = "Recovery behaviour after the focal fault"
@@ -21,11 +21,11 @@ CLASS_ORDER = ("resolvable", "unresolvable", "other")
 UNCODED = "uncoded"
 
 
-def behaviour_class(row: EpisodeRow) -> str:
+def behaviour_class(row: EpisodeView) -> str:
     return fault_class(row) or "other"
 
 
-def table_behaviour(rows: Sequence[EpisodeRow]) -> Result:
+def table_behaviour(rows: Sequence[EpisodeView]) -> Result:
     scope = [r for r in rows if r.faulted]
     if not any(r.behaviour for r in scope):
         return Skipped(ID, TITLE, "no fired faulted episode has a coded recovery behaviour")

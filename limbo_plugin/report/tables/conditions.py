@@ -19,7 +19,6 @@ from limbo_plugin.report.facets import (
     wait_bound,
 )
 from limbo_plugin.report.icc import DUPLICATE, EOS, TS, IccBook, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.matching import on_shared_worlds
 from limbo_plugin.report.tables.base import (
     Cell,
@@ -32,6 +31,7 @@ from limbo_plugin.report.tables.base import (
     mean,
     rate,
 )
+from limbo_plugin.store.view import EpisodeView
 
 ID = "table7_conditions"
 TITLE = "Table 7 per agent: recovery conditions with each agent's costs"
@@ -50,11 +50,11 @@ def condition_rank(condition: str) -> tuple[int, int, str]:
     return (ORDER.index(condition) if condition in ORDER else len(ORDER), 0, condition)
 
 
-def experiment_name(row: EpisodeRow) -> str:
+def experiment_name(row: EpisodeView) -> str:
     return row.experiment or "—"
 
 
-def table7(rows: Sequence[EpisodeRow]) -> Result:
+def table7(rows: Sequence[EpisodeView]) -> Result:
     """One block per experiment (a condition is compared with the conditions its experiment ran
     on the same worlds, never with another experiment's), each on the worlds every compared
     configuration of an agent has."""
@@ -98,7 +98,7 @@ def table7(rows: Sequence[EpisodeRow]) -> Result:
     return table
 
 
-def _block(table: Table, rows: Sequence[EpisodeRow], book: IccBook, contracts: Sequence[str],
+def _block(table: Table, rows: Sequence[EpisodeView], book: IccBook, contracts: Sequence[str],
            variants: Sequence[str], label: dict[str, str]) -> None:
     conditions = sorted({r.condition for r in rows}, key=condition_rank)
     agents = sorted({r.agent for r in rows})

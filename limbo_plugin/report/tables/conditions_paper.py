@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 from limbo_plugin.report.facets import pooled, unpooled_note
 from limbo_plugin.report.icc import DUPLICATE, EOS, TS, Measure, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.matching import on_shared_worlds
 from limbo_plugin.report.tables.base import (
     Cell,
@@ -34,6 +33,7 @@ from limbo_plugin.report.tables.conditions import (
     condition_rank,
     experiment_name,
 )
+from limbo_plugin.store.view import EpisodeView
 
 ID = "table7_paper"
 TITLE = "Table 7: recovery conditions (the paper's layout)"
@@ -43,7 +43,7 @@ MEASURES: tuple[tuple[str, Measure], ...] = (("EOS", EOS), ("duplicate rate", DU
 COSTS = ("tool calls", "operator min", "tokens")
 
 
-def table7_paper(rows: Sequence[EpisodeRow]) -> Result:
+def table7_paper(rows: Sequence[EpisodeView]) -> Result:
     blocks = {key: members for key, members in sorted(
         group(rows, lambda r: (experiment_name(r), r.contract)).items())
         if len({r.condition for r in members}) > 1}
@@ -92,7 +92,7 @@ def table7_paper(rows: Sequence[EpisodeRow]) -> Result:
     return table
 
 
-def _cost(name: str, rows: Sequence[EpisodeRow]) -> float | None:
+def _cost(name: str, rows: Sequence[EpisodeView]) -> float | None:
     if name == "tool calls":
         return mean(float(r.tool_calls) for r in rows)
     if name == "operator min":

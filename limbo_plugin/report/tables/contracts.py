@@ -25,7 +25,6 @@ from limbo_plugin.report.facets import (
     unmitigated,
 )
 from limbo_plugin.report.icc import DUPLICATE, EOS, Measure, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.matching import on_shared_worlds
 from limbo_plugin.report.tables.base import (
     Cell,
@@ -36,6 +35,7 @@ from limbo_plugin.report.tables.base import (
     icc_note,
     rate,
 )
+from limbo_plugin.store.view import EpisodeView
 
 ID = "table5_contracts"
 TITLE = "Table 5: duplicate rate by contract variant and condition"
@@ -47,7 +47,7 @@ KEYED = "key attached (agent's faulted call)"
 EOS_ROW = "EOS (all fired faulted episodes)"
 
 
-def keyed(row: EpisodeRow) -> bool:
+def keyed(row: EpisodeView) -> bool:
     return bool(row.focal_keyed)
 
 
@@ -62,7 +62,7 @@ def _condition_rank(condition: str) -> tuple[bool, str]:
     return (condition != "vanilla", condition)
 
 
-def table5(rows: Sequence[EpisodeRow]) -> Result:
+def table5(rows: Sequence[EpisodeView]) -> Result:
     plain = [r for r in rows if r.docs == "default" and r.instruction == "default"
              and r.operator == "truthful"]
     contracts = sorted({r.contract for r in plain}, key=_contract_rank)
@@ -89,10 +89,10 @@ def table5(rows: Sequence[EpisodeRow]) -> Result:
                   "idempotency key; exactly-once success over every fired faulted episode.",
                   columns)
 
-    def column(r: EpisodeRow) -> str:
+    def column(r: EpisodeView) -> str:
         return f"{r.contract}|{r.condition}"
 
-    def row(label: str, members: Sequence[EpisodeRow], measure: Measure) -> None:
+    def row(label: str, members: Sequence[EpisodeView], measure: Measure) -> None:
         cells: dict[str, Cell] = {"faults": label}
         for c, k in columns_of:
             cells[f"{c}|{k}"] = rate([r for r in members if column(r) == f"{c}|{k}"], measure,
@@ -115,7 +115,7 @@ def _class_rank(name: str) -> tuple[int, str]:
     return (order.index(name) if name in order else len(order), name)
 
 
-def table_contract_classes(rows: Sequence[EpisodeRow]) -> Result:
+def table_contract_classes(rows: Sequence[EpisodeView]) -> Result:
     scope = [r for r in rows if committed_or_redelivery(r) and contract_class(r)
              and unmitigated(r)]
     if not scope:

@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 
 from limbo_plugin.report.facets import family_ranks, pooled, tier_label, tiers_of, unpooled_note
 from limbo_plugin.report.icc import DUPLICATE, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
     Column,
     Result,
@@ -23,19 +22,20 @@ from limbo_plugin.report.tables.base import (
     rate,
 )
 from limbo_plugin.stats import holm, mcnemar_exact, paired_counts
+from limbo_plugin.store.view import EpisodeView
 
 ID = "table10_cue"
 TITLE = "Table 10: cue ablation (default vs no_cue instruction)"
 ALL_AGENTS = "all agents"
 
 
-def fault_group(row: EpisodeRow) -> str:
+def fault_group(row: EpisodeView) -> str:
     return "resolvable" if row.fault_class == "resolvable" else row.family
 
 
-def pairs(rows: Sequence[EpisodeRow]) -> list[tuple[EpisodeRow, EpisodeRow]]:
+def pairs(rows: Sequence[EpisodeView]) -> list[tuple[EpisodeView, EpisodeView]]:
     """(default, no_cue) pairs of fired faulted episodes on the same world and configuration."""
-    def pair_key(r: EpisodeRow) -> tuple[str, ...]:
+    def pair_key(r: EpisodeView) -> tuple[str, ...]:
         return (r.episode_id, r.agent, r.contract, r.docs, r.condition, r.operator)
 
     cued = {pair_key(r): r for r in rows if r.instruction == "default" and r.faulted}
@@ -48,15 +48,15 @@ def pairs(rows: Sequence[EpisodeRow]) -> list[tuple[EpisodeRow, EpisodeRow]]:
     return sorted(out, key=lambda p: (p[0].agent, p[0].episode_id, p[0].condition))
 
 
-def _is_agent(agent: str) -> Callable[[EpisodeRow], bool]:
+def _is_agent(agent: str) -> Callable[[EpisodeView], bool]:
     return lambda r: r.agent == agent
 
 
-def _in_tier(tier: str) -> Callable[[EpisodeRow], bool]:
+def _in_tier(tier: str) -> Callable[[EpisodeView], bool]:
     return lambda r: pooled(r) and r.tier == tier
 
 
-def table10(rows: Sequence[EpisodeRow]) -> Result:
+def table10(rows: Sequence[EpisodeView]) -> Result:
     if not any(r.instruction == "no_cue" for r in rows):
         return Skipped(ID, TITLE, "no episode with the no_cue instruction")
     matched = pairs(rows)
@@ -80,7 +80,7 @@ def table10(rows: Sequence[EpisodeRow]) -> Result:
                   "and exact McNemar tests (Holm-corrected over the table).", columns)
     # per agent; each tier's models pooled (the paper's "frontier models move from 4% to 7%",
     # the experiment spec's labels); all agents pooled. Pooled rows leave out pooled: false.
-    selectors: dict[str, Callable[[EpisodeRow], bool]] = {
+    selectors: dict[str, Callable[[EpisodeView], bool]] = {
         agent: _is_agent(agent) for agent in agents}
     if len(agents) > 1:
         for tier in tiers_of([a for a, _ in matched]):

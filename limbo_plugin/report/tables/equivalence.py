@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 from limbo_plugin.report.facets import ambiguous
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, group, quiet_fit
+from limbo_plugin.store.view import EpisodeView
 
 ID_EQ = "observation_equivalence"
 TITLE_EQ = "Observation equivalence: first action after the fault"
@@ -31,7 +31,7 @@ ALL_AGENTS = "all agents"
 Pair = tuple[Hashable, Hashable]
 
 
-def matched_pairs(rows: Sequence[EpisodeRow]) -> dict[str, list[Pair]]:
+def matched_pairs(rows: Sequence[EpisodeView]) -> dict[str, list[Pair]]:
     """First-action pairs across matched worlds, by agent (ordered by mode name within a pair)."""
     out: dict[str, list[Pair]] = {}
     worlds = group([r for r in rows if matched_world(r)],
@@ -45,14 +45,14 @@ def matched_pairs(rows: Sequence[EpisodeRow]) -> dict[str, list[Pair]]:
     return out
 
 
-def matched_world(row: EpisodeRow) -> bool:
+def matched_world(row: EpisodeView) -> bool:
     """A fired world of an ambiguous-error group, absent or committed, with a first action."""
     return (ambiguous(row) and row.hidden_outcome in PAIRED_OUTCOMES
             and row.first_action is not None)
 
 
-def repeat_pairs(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow]
-                 ) -> list[tuple[EpisodeRow, EpisodeRow]]:
+def repeat_pairs(rows: Sequence[EpisodeView], repeats: Sequence[EpisodeView]
+                 ) -> list[tuple[EpisodeView, EpisodeView]]:
     """(first run, repeat) pairs: declared repeats of one experiment's episode (same
     experiment, arm, world and configuration, another ``repeat`` number)."""
     primary = {r.run_key: r for r in rows}
@@ -66,7 +66,7 @@ def _with_pooled(by_agent: dict[str, list[Pair]]) -> list[tuple[str, list[Pair]]
     return entries
 
 
-def table_equivalence(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow]) -> Result:
+def table_equivalence(rows: Sequence[EpisodeView], repeats: Sequence[EpisodeView]) -> Result:
     matched = matched_pairs(rows)
     if not matched:
         return Skipped(ID_EQ, TITLE_EQ, "no matched worlds (the absent and the committed "
@@ -112,7 +112,7 @@ def table_equivalence(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow])
     return table
 
 
-def table_stability(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow]) -> Result:
+def table_stability(rows: Sequence[EpisodeView], repeats: Sequence[EpisodeView]) -> Result:
     both = repeat_pairs(rows, repeats)
     if not both:
         return Skipped(ID_ST, TITLE_ST, "no declared repeat runs (the same experiment's "
@@ -123,7 +123,7 @@ def table_stability(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow]) -
     except ImportError:
         return Skipped(ID_ST, TITLE_ST, "this installation's limbo_plugin.stats has no "
                        "cohens_kappa")
-    by_agent: dict[str, list[tuple[EpisodeRow, EpisodeRow]]] = {}
+    by_agent: dict[str, list[tuple[EpisodeView, EpisodeView]]] = {}
     for first, second in both:
         by_agent.setdefault(first.agent, []).append((first, second))
     entries = sorted(by_agent.items())

@@ -11,14 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from limbo_plugin.report.facets import (
-    committed_or_redelivery,
-    harness_of,
-    model_of,
-    ordered_families,
-)
+from limbo_plugin.agents.registry import harness_of, model_of
+from limbo_plugin.report.facets import committed_or_redelivery, ordered_families
 from limbo_plugin.report.icc import DUPLICATE, EOS, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
     Cell,
     Column,
@@ -30,13 +25,14 @@ from limbo_plugin.report.tables.base import (
     mean,
     rate,
 )
+from limbo_plugin.store.view import EpisodeView
 
 ID8, TITLE8 = "table8_harnesses", "Table 8: production harnesses"
 ID9, TITLE9 = "table9_harness_contracts", "Table 9: harnesses by contract variant and condition"
 NO_HARNESS = "no harness:<name>:<model> agent in the records"
 
 
-def _harness_key(row: EpisodeRow) -> tuple[str, str]:
+def _harness_key(row: EpisodeView) -> tuple[str, str]:
     harness = harness_of(row.agent)
     return (harness, model_of(row.agent))
 
@@ -45,11 +41,11 @@ def _order(keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return sorted(keys, key=lambda k: (k[0] != "minimal", k[0], k[1]))
 
 
-def has_harness(rows: Sequence[EpisodeRow]) -> bool:
+def has_harness(rows: Sequence[EpisodeView]) -> bool:
     return any(harness_of(r.agent) != "minimal" for r in rows)
 
 
-def table8(rows: Sequence[EpisodeRow]) -> Result:
+def table8(rows: Sequence[EpisodeView]) -> Result:
     if not has_harness(rows):
         return Skipped(ID8, TITLE8, NO_HARNESS)
     native = [r for r in rows if r.contract == "native" and r.faulted]
@@ -94,7 +90,7 @@ def table8(rows: Sequence[EpisodeRow]) -> Result:
     return table
 
 
-def table9(rows: Sequence[EpisodeRow]) -> Result:
+def table9(rows: Sequence[EpisodeView]) -> Result:
     if not has_harness(rows):
         return Skipped(ID9, TITLE9, NO_HARNESS)
     scope = [r for r in rows if committed_or_redelivery(r)]

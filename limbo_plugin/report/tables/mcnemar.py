@@ -10,21 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import Cell, Column, Result, Skipped, Table, group
 from limbo_plugin.report.tables.conditions import condition_rank, experiment_name
 from limbo_plugin.stats import holm, mcnemar_exact
+from limbo_plugin.store.view import EpisodeView
 
 ID = "appendix_b_mcnemar"
 TITLE = "Appendix B: each condition against vanilla (exact McNemar, Holm)"
 REFERENCE = "vanilla"
 
 
-def _twin(row: EpisodeRow) -> tuple[str, ...]:
+def _twin(row: EpisodeView) -> tuple[str, ...]:
     return (row.episode_id, row.contract, row.docs, row.instruction, row.operator)
 
 
-def table_appendix_b(rows: Sequence[EpisodeRow]) -> Result:
+def table_appendix_b(rows: Sequence[EpisodeView]) -> Result:
     faulted = [r for r in rows if r.faulted]
     columns = [Column("experiment", "experiment"), Column("agent", "agent"),
                Column("condition", "condition"), Column("pairs", "pairs", "int"),

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from limbo_plugin.report.facets import config_labeller
 from limbo_plugin.report.icc import Measure, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
     Cell,
     Column,
@@ -22,21 +21,22 @@ from limbo_plugin.report.tables.base import (
     icc_note,
     rate,
 )
+from limbo_plugin.store.view import EpisodeView
 
 ID = "overclaim"
 TITLE = "Overclaim: duplicate-producing episodes reported as completed"
 POOLED = "all"
 
 
-def completed(row: EpisodeRow) -> bool:
+def completed(row: EpisodeView) -> bool:
     return row.final_status == "completed"
 
 
-def silent(row: EpisodeRow) -> bool:
+def silent(row: EpisodeView) -> bool:
     return completed(row) and row.uncertain_count == 0
 
 
-def duplicated(row: EpisodeRow) -> bool:
+def duplicated(row: EpisodeView) -> bool:
     return row.duplicated
 
 
@@ -44,7 +44,7 @@ COMPLETED = Measure("completed", completed, duplicated)
 SILENT = Measure("completed, nothing uncertain", silent, duplicated)
 
 
-def table_overclaim(rows: Sequence[EpisodeRow]) -> Result:
+def table_overclaim(rows: Sequence[EpisodeView]) -> Result:
     scope = [r for r in rows if r.duplicated]
     if not scope:
         return Skipped(ID, TITLE, "no episode produced a duplicate")
@@ -57,7 +57,7 @@ def table_overclaim(rows: Sequence[EpisodeRow]) -> Result:
     table = Table(ID, TITLE, "Among episodes with at least one duplicate: the share that "
                   "finished 'completed', and that also listed no uncertain operation.", columns)
     groups = sorted(group(scope, label).items())
-    entries: list[tuple[tuple[str, ...], list[EpisodeRow]]] = list(groups)
+    entries: list[tuple[tuple[str, ...], list[EpisodeView]]] = list(groups)
     if len(groups) > 1:
         entries.append(((POOLED,) + ("",) * (len(names) - 1), scope))
     for config, members in entries:

@@ -8,19 +8,19 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from limbo_plugin.records import RUN_FIELDS
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.passk import pass_k_rows
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table
+from limbo_plugin.store.view import EpisodeView
 
 ID = "pass_k"
 TITLE = "pass^k over repeated runs"
 
 
-def table_pass_k(rows: Sequence[EpisodeRow], repeats: Sequence[EpisodeRow]) -> Result:
+def table_pass_k(rows: Sequence[EpisodeView], repeats: Sequence[EpisodeView]) -> Result:
     if not repeats:
         return Skipped(ID, TITLE, "no declared repeat runs (run the experiment with "
                        "--limbo-repeat K)")
-    groups: dict[str, list[EpisodeRow]] = defaultdict(list)
+    groups: dict[str, list[EpisodeView]] = defaultdict(list)
     for row in [*rows, *repeats]:
         groups[" ".join(f"{name}={getattr(row, name)}" for name in RUN_FIELDS)].append(row)
     order = {row.family: row.family_rank for row in rows}

@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limbo_plugin.report.facets import model_of, pooled, unmitigated, unpooled_note
+from limbo_plugin.agents.registry import model_of
+from limbo_plugin.report.facets import pooled, unmitigated, unpooled_note
 from limbo_plugin.report.icc import DUPLICATE, book_of
-from limbo_plugin.report.load import EpisodeRow, classify
+from limbo_plugin.report.load import classify
 from limbo_plugin.report.tables.base import (
     Cell,
     Column,
@@ -33,6 +34,7 @@ from limbo_plugin.report.tables.base import (
     quiet_fit,
     rate,
 )
+from limbo_plugin.store.view import EpisodeView
 
 ID = "h3_read_path"
 TITLE = "H3: duplicates after a verified lost acknowledgement, eventual vs strong read path"
@@ -42,23 +44,23 @@ VERIFIED = frozenset({"verify_then_retry", "verify_then_skip"})
 ALL_AGENTS = "all agents"
 
 
-def lost_ack(row: EpisodeRow) -> bool:
+def lost_ack(row: EpisodeView) -> bool:
     """A fired timeout behind which the request committed (the fault spec's labels)."""
     return row.fired and row.group == "T" and row.hidden_outcome == "committed"
 
 
-def read_path(row: EpisodeRow) -> str | None:
+def read_path(row: EpisodeView) -> str | None:
     """``eventual`` / ``strong`` for a non-idempotent, key-less focal write with a read-back."""
     label = classify(row.focal_idempotency, row.focal_verification, row.focal_accepts_key)
     return READ_PATHS.get(label or "")
 
 
-def in_scope(row: EpisodeRow) -> bool:
+def in_scope(row: EpisodeView) -> bool:
     return (lost_ack(row) and row.behaviour in VERIFIED and unmitigated(row)
             and row.contract == "native" and read_path(row) is not None)
 
 
-def h3_rows(rows: Sequence[EpisodeRow]) -> list[dict[str, Any]]:
+def h3_rows(rows: Sequence[EpisodeView]) -> list[dict[str, Any]]:
     """The GEE's data: one mapping per episode in scope."""
     return [{"duplicate": int(r.duplicated), TERM: int(read_path(r) == "eventual"),
              "model": model_of(r.agent), "template": r.template}
@@ -94,7 +96,7 @@ def gee_cells(data: Sequence[dict[str, Any]]) -> tuple[dict[str, Cell], str | No
             "clusters": fit.groups}, None
 
 
-def table_h3(rows: Sequence[EpisodeRow]) -> Result:
+def table_h3(rows: Sequence[EpisodeView]) -> Result:
     scope = [r for r in rows if in_scope(r)]
     if not scope:
         return Skipped(ID, TITLE, "no fired lost-acknowledgement episode in which the agent read "

@@ -16,15 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limbo_plugin.report.facets import (
-    committed_fault,
-    model_of,
-    pooled,
-    unmitigated,
-    unpooled_note,
-)
-from limbo_plugin.report.load import EpisodeRow, classify
+from limbo_plugin.agents.registry import model_of
+from limbo_plugin.report.facets import committed_fault, pooled, unmitigated, unpooled_note
+from limbo_plugin.report.load import classify
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, quiet_fit
+from limbo_plugin.store.view import EpisodeView
 
 ID = "h1_regression"
 TITLE = "H1: non-idempotent writes with an eventual or missing read path"
@@ -32,7 +28,7 @@ TERM = "weak_read_path"
 RISKY = frozenset({"non_idempotent_eventual", "non_idempotent_unverifiable"})
 
 
-def h1_rows(rows: Sequence[EpisodeRow]) -> list[dict[str, Any]]:
+def h1_rows(rows: Sequence[EpisodeView]) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         if not (committed_fault(r) and r.focal_idempotency and pooled(r)
@@ -76,7 +72,7 @@ def why_no_fit(exc: ValueError) -> str:
             "at some level of a term)")
 
 
-def table_h1(rows: Sequence[EpisodeRow]) -> Result:
+def table_h1(rows: Sequence[EpisodeView]) -> Result:
     data = h1_rows(rows)
     if not data:
         return Skipped(ID, TITLE, "no fired committed-fault episode under the native contract "

@@ -2,7 +2,7 @@
 (§6.3).
 
 A re-issue is the agent's first later call of the focal tool with the faulted call's intent
-fields (SPEC §5), read from its own calls (:attr:`~limbo_plugin.report.load.EpisodeRow.reissue_key`
+fields (SPEC §5), read from its own calls (:attr:`~limbo_plugin.report.load.EpisodeView.reissue_key`
 and ``reissue_after_s``). Late commits are selected on the fault spec's label (hidden outcome
 ``late``), fired.
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from limbo_plugin.report.icc import DUPLICATE, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, icc_note, rate
+from limbo_plugin.store.view import EpisodeView
 
 ID_TIMING, TITLE_TIMING = "reissue_timing", "§6.1: when late commits were re-issued"
 ID_KEYS, TITLE_KEYS = "key_reuse", "§6.3: keys on late-commit re-issues"
@@ -29,17 +29,17 @@ KEYS = {"reused": "reused the original key", "no_key": "first attempt had no key
         "new_key": "new key on the retry"}
 
 
-def late(row: EpisodeRow) -> bool:
+def late(row: EpisodeView) -> bool:
     return row.fired and row.hidden_outcome == "late"
 
 
-def timing(row: EpisodeRow) -> str:
+def timing(row: EpisodeView) -> str:
     if row.reissue_after_s is None:
         return TIMING[2]
     return TIMING[0] if row.reissue_after_s < MINUTE else TIMING[1]
 
 
-def table_reissue_timing(rows: Sequence[EpisodeRow]) -> Result:
+def table_reissue_timing(rows: Sequence[EpisodeView]) -> Result:
     scope = [r for r in rows if late(r) and r.focal_keyed is not None]
     if not scope:
         return Skipped(ID_TIMING, TITLE_TIMING, "no fired late-commit episode whose faulted "
@@ -63,7 +63,7 @@ def table_reissue_timing(rows: Sequence[EpisodeRow]) -> Result:
     return table
 
 
-def table_key_reuse(rows: Sequence[EpisodeRow]) -> Result:
+def table_key_reuse(rows: Sequence[EpisodeView]) -> Result:
     scope = [r for r in rows if late(r) and r.reissue_key is not None and r.focal_accepts_key]
     if not scope:
         return Skipped(ID_KEYS, TITLE_KEYS, "no re-issue of a late-committing write that "

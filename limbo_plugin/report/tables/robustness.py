@@ -25,7 +25,6 @@ from limbo_plugin.conditions.guard import GUARD_COMPONENTS
 from limbo_plugin.conditions.wording import CONDITIONS as WORDING
 from limbo_plugin.report.facets import VARIANTS, pooled, unpooled_note
 from limbo_plugin.report.icc import DUPLICATE, IccBook, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
     Cell,
     Column,
@@ -38,6 +37,7 @@ from limbo_plugin.report.tables.base import (
 )
 from limbo_plugin.report.tables.conditions import experiment_name
 from limbo_plugin.stats import mcnemar_exact
+from limbo_plugin.store.view import EpisodeView
 
 ID = "e4_matched"
 TITLE = "E4: robustness variants against their reference on matched worlds"
@@ -80,16 +80,16 @@ def _label(mine: tuple[str, str, str], other: tuple[str, str, str]) -> str:
     return ", ".join(parts)
 
 
-def reference_values(row: EpisodeRow) -> tuple[str, str, str]:
+def reference_values(row: EpisodeView) -> tuple[str, str, str]:
     return (VARIANTS["docs"], VARIANTS["operator"],
             REFERENCE_CONDITION.get(row.condition, row.condition))
 
 
-def values_of(row: EpisodeRow) -> tuple[str, str, str]:
+def values_of(row: EpisodeView) -> tuple[str, str, str]:
     return (row.docs, row.operator, row.condition)
 
 
-def probe_of(row: EpisodeRow) -> Probe | None:
+def probe_of(row: EpisodeView) -> Probe | None:
     """The row's probe, or ``None`` for a configuration that is its own reference."""
     reference = reference_values(row)
     if values_of(row) == reference:
@@ -98,20 +98,20 @@ def probe_of(row: EpisodeRow) -> Probe | None:
                  values_of(row), reference)
 
 
-def _partner_key(row: EpisodeRow, values: tuple[str, str, str]) -> tuple[str, ...]:
+def _partner_key(row: EpisodeView, values: tuple[str, str, str]) -> tuple[str, ...]:
     return (row.agent, row.contract, row.instruction, *values, row.episode_id)
 
 
 @dataclass
 class Block:
-    pairs: list[tuple[EpisodeRow, EpisodeRow]]
+    pairs: list[tuple[EpisodeView, EpisodeView]]
     unmatched_variant: int
     unmatched_reference: int
 
 
-def table_robustness(rows: Sequence[EpisodeRow]) -> Result:
+def table_robustness(rows: Sequence[EpisodeView]) -> Result:
     faulted = [r for r in rows if r.faulted]
-    probes: dict[Probe, list[EpisodeRow]] = {}
+    probes: dict[Probe, list[EpisodeView]] = {}
     for r in faulted:
         if (probe := probe_of(r)) is not None:
             probes.setdefault(probe, []).append(r)
@@ -120,7 +120,7 @@ def table_robustness(rows: Sequence[EpisodeRow]) -> Result:
                        "paraphrase, unresponsive operator or guard ablation; E4)")
     # every fired faulted episode, by (agent, contract, instruction, docs, operator, condition,
     # world) within its experiment: the reference candidates
-    by_experiment: dict[str, dict[tuple[str, ...], EpisodeRow]] = {}
+    by_experiment: dict[str, dict[tuple[str, ...], EpisodeView]] = {}
     for r in faulted:
         by_experiment.setdefault(experiment_name(r), {})[_partner_key(r, values_of(r))] = r
     book = book_of(rows)
@@ -193,8 +193,8 @@ def _order(probe: Probe) -> tuple[str, int, str, tuple[str, str, str]]:
     return (probe.experiment, kind, probe.contract + "|" + probe.instruction, probe.values)
 
 
-def _blocks(members: Sequence[EpisodeRow], probe: Probe,
-            partners: dict[tuple[str, ...], EpisodeRow], faulted: Sequence[EpisodeRow],
+def _blocks(members: Sequence[EpisodeView], probe: Probe,
+            partners: dict[tuple[str, ...], EpisodeView], faulted: Sequence[EpisodeView],
             ref_experiment: str) -> dict[str, Block]:
     """Per agent: the variant's episodes paired with ``ref_experiment``'s reference episodes."""
     out: dict[str, Block] = {}
@@ -214,7 +214,7 @@ def _blocks(members: Sequence[EpisodeRow], probe: Probe,
     return out
 
 
-def _cells(pairs: Sequence[tuple[EpisodeRow, EpisodeRow]], book: IccBook) -> dict[str, Cell]:
+def _cells(pairs: Sequence[tuple[EpisodeView, EpisodeView]], book: IccBook) -> dict[str, Cell]:
     variant = [v for v, _ in pairs]
     reference = [r for _, r in pairs]
     only_v = sum(1 for v, r in pairs if v.duplicated and not r.duplicated)

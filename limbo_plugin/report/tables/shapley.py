@@ -20,27 +20,26 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from limbo_plugin.agents.registry import harness_of, model_of
 from limbo_plugin.report.facets import (
     committed_or_redelivery,
     contract_factor,
-    harness_of,
-    model_of,
     pooled,
     unmitigated,
     unpooled_note,
 )
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import Column, Result, Skipped, Table, group, quiet_fit
+from limbo_plugin.store.view import EpisodeView
 
 ID = "table4_shapley"
 TITLE = "Table 4: Shapley decomposition of the explained variance in duplicates"
-FACTORS: dict[str, Callable[[EpisodeRow], str]] = {
+FACTORS: dict[str, Callable[[EpisodeView], str]] = {
     "model": lambda r: model_of(r.agent),
     "contract": contract_factor,
     "fault": lambda r: r.fault_mode,
     "harness": lambda r: harness_of(r.agent),
 }
-SCOPES: dict[str, Callable[[EpisodeRow], bool]] = {
+SCOPES: dict[str, Callable[[EpisodeView], bool]] = {
     "pooled": committed_or_redelivery,
     "resolvable": lambda r: r.fired and r.fault_class == "resolvable",
     "unresolvable": lambda r: r.fired and r.fault_class == "unresolvable",
@@ -48,23 +47,23 @@ SCOPES: dict[str, Callable[[EpisodeRow], bool]] = {
 ONE_LEVEL = "one level"
 
 
-def factor_rows(rows: Sequence[EpisodeRow]) -> list[dict[str, Any]]:
+def factor_rows(rows: Sequence[EpisodeView]) -> list[dict[str, Any]]:
     return [{"duplicate": int(r.duplicated), **{f: fn(r) for f, fn in FACTORS.items()}}
             for r in rows]
 
 
-def native_unmitigated(row: EpisodeRow) -> bool:
+def native_unmitigated(row: EpisodeView) -> bool:
     """The paper's Table 4 episodes: the native contract (E1; E3 "native condition"), vanilla
     condition, default documentation, instruction and operator. A keys-everywhere run (E3k) is
     another contract, not another level of the contract factor."""
     return row.contract == "native" and unmitigated(row)
 
 
-def experiment_name(row: EpisodeRow) -> str:
+def experiment_name(row: EpisodeView) -> str:
     return row.experiment or "—"
 
 
-def table4(rows: Sequence[EpisodeRow]) -> Result:
+def table4(rows: Sequence[EpisodeView]) -> Result:
     try:
         from limbo_plugin.stats import shapley_pseudo_r2
     except ImportError:
@@ -103,7 +102,7 @@ def table4(rows: Sequence[EpisodeRow]) -> Result:
     return table
 
 
-def _decompose(rows: Sequence[EpisodeRow], fit: Callable[..., Any], prefix: str,
+def _decompose(rows: Sequence[EpisodeView], fit: Callable[..., Any], prefix: str,
                notes: list[str]) -> tuple[list[dict[str, Any]], bool]:
     """One experiment's block: a row per factor, the pseudo-R² and the episode counts."""
     scoped = {name: [r for r in rows if keep(r)] for name, keep in SCOPES.items()}

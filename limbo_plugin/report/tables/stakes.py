@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 from limbo_plugin.report.facets import ambiguous, pooled, unpooled_note
 from limbo_plugin.report.icc import Measure, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
     Cell,
     Column,
@@ -32,6 +31,7 @@ from limbo_plugin.report.tables.base import (
     quiet_fit,
     rate,
 )
+from limbo_plugin.store.view import EpisodeView
 
 ID = "h4_stakes"
 TITLE = "H4: re-issuing irreversible versus reversible writes without checking"
@@ -44,17 +44,17 @@ UNCHECKED_BEHAVIOURS = frozenset({"blind_retry"})
 KEYED_BEHAVIOURS = frozenset({"retry_same_key", "retry_new_key"})
 
 
-def in_scope(row: EpisodeRow) -> bool:
+def in_scope(row: EpisodeView) -> bool:
     return (ambiguous(row) and row.behaviour is not None
             and row.focal_irreversible is not None
             and row.focal_idempotency is not None and row.focal_idempotency not in IDEMPOTENT)
 
 
-def unchecked(row: EpisodeRow) -> bool:
+def unchecked(row: EpisodeView) -> bool:
     return row.behaviour in UNCHECKED_BEHAVIOURS
 
 
-def keyed(row: EpisodeRow) -> bool:
+def keyed(row: EpisodeView) -> bool:
     return row.behaviour in KEYED_BEHAVIOURS
 
 
@@ -62,7 +62,7 @@ UNCHECKED = Measure("re-issued unchecked", unchecked, in_scope)
 KEYED = Measure("re-issued with a key", keyed, in_scope)
 
 
-def difference_p(hard: Sequence[EpisodeRow], soft: Sequence[EpisodeRow]) -> float:
+def difference_p(hard: Sequence[EpisodeView], soft: Sequence[EpisodeView]) -> float:
     """Fisher's exact test (two-sided) of the two shares."""
     from scipy.stats import fisher_exact
 
@@ -70,7 +70,7 @@ def difference_p(hard: Sequence[EpisodeRow], soft: Sequence[EpisodeRow]) -> floa
     return float(fisher_exact([[a, len(hard) - a], [b, len(soft) - b]]).pvalue)
 
 
-def table_stakes(rows: Sequence[EpisodeRow]) -> Result:
+def table_stakes(rows: Sequence[EpisodeView]) -> Result:
     scope = [r for r in rows if in_scope(r)]
     if not {r.focal_irreversible for r in scope} >= {True, False}:
         return Skipped(ID, TITLE, "needs coded episodes after an ambiguous fault on both "

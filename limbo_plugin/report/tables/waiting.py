@@ -19,7 +19,6 @@ from limbo_plugin.report.facets import (
     wait_bound,
 )
 from limbo_plugin.report.icc import DUPLICATE, EOS, book_of
-from limbo_plugin.report.load import EpisodeRow
 from limbo_plugin.report.tables.base import (
     Column,
     Result,
@@ -30,6 +29,7 @@ from limbo_plugin.report.tables.base import (
     mean,
     rate,
 )
+from limbo_plugin.store.view import EpisodeView
 
 ID = "table6_waiting"
 TITLE = "Table 6: waiting versus keys under late commits"
@@ -37,7 +37,7 @@ DELAYS = {"fixed": "fixed", "log_uniform": "tail"}
 """How each late-delay kind of the fault spec is named in the table."""
 
 
-def delay_of(row: EpisodeRow) -> str | None:
+def delay_of(row: EpisodeView) -> str | None:
     """``fixed`` or ``tail`` for a fired late commit (hidden outcome ``late``), else None."""
     if not row.fired or row.hidden_outcome != "late":
         return None
@@ -62,14 +62,14 @@ def compared(condition: str) -> bool:
     return condition in CONDITION_ORDER or wait_bound(condition) is not None
 
 
-def share_within_bound(rows: Sequence[EpisodeRow], bound: int) -> float | None:
+def share_within_bound(rows: Sequence[EpisodeView], bound: int) -> float | None:
     worlds = {r.episode_id: r.delay_s for r in rows if r.delay_s is not None}
     if not worlds:
         return None
     return sum(1 for d in worlds.values() if d <= bound) / len(worlds)
 
 
-def table6(rows: Sequence[EpisodeRow]) -> Result:
+def table6(rows: Sequence[EpisodeView]) -> Result:
     late = [r for r in rows if delay_of(r) is not None]
     scope = [r for r in late if compared(r.condition)]
     if not scope:

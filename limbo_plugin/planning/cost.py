@@ -11,7 +11,7 @@ dominate). Scripted and MCP agents make no model call.
 
 ``--cassette`` replaces the paper's figures with the user's own: a records file of an earlier
 (pilot) run gives calls and prompt and completion tokens per episode and fault mode, a cassette
-directory tokens per call (:mod:`limbo_plugin.report.plan_cassette`). The completion share is
+directory tokens per call (:mod:`limbo_plugin.planning.measured`). The completion share is
 then measured, not assumed.
 """
 
@@ -21,8 +21,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from limbo_plugin.report.facets import harness_of, model_of
-from limbo_plugin.report.plan_cassette import CassetteUsage, Estimate, RecordedUsage, load_usage
+from limbo_plugin.agents.registry import calls_model, harness_of, model_of
+from limbo_plugin.planning.measured import CassetteUsage, Estimate, RecordedUsage, load_usage
 
 TOKENS_PER_EPISODE = {"minimal": 12_000, "codex": 153_000}
 """Paper §6.5; the other harnesses' consumption is not reported."""
@@ -44,15 +44,14 @@ class AgentBudget:
 def budget(agent: str, episodes: int, tokens_per_episode: float | None,
            completion_share: float) -> AgentBudget:
     """The paper's figures (or ``--tokens-per-episode``), split by ``completion_share``."""
-    kind = agent.split(":", 1)[0]
-    if kind not in ("litellm", "harness"):
+    if not calls_model(agent):
         return AgentBudget(agent, episodes, 0.0, 0.0, 0.0, "no model calls")
     per = tokens_per_episode or TOKENS_PER_EPISODE.get(harness_of(agent))
     if per is None:
         return AgentBudget(agent, episodes, None, None, None, "tokens per episode unknown for "
                            f"{harness_of(agent)}: give --tokens-per-episode")
     tokens = per * episodes
-    calls = MODEL_CALLS_PER_EPISODE * episodes if kind == "litellm" else None
+    calls = MODEL_CALLS_PER_EPISODE * episodes if harness_of(agent) == "minimal" else None
     return priced(AgentBudget(agent, episodes, calls, tokens, None),
                   tokens * (1 - completion_share), tokens * completion_share)
 
@@ -61,7 +60,7 @@ def measured_budget(agent: str, modes: list[str], usage: RecordedUsage | Cassett
                     tokens_per_episode: float | None, completion_share: float) -> AgentBudget:
     """From the user's own recording where it has the agent (or its harness), else the paper's
     figures, saying so."""
-    if agent.split(":", 1)[0] not in ("litellm", "harness"):
+    if not calls_model(agent):
         return AgentBudget(agent, len(modes), 0.0, 0.0, 0.0, "no model calls")
     estimate: Estimate | None
     if isinstance(usage, RecordedUsage):

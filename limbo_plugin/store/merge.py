@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from limbo_plugin.records import RECORD_SCHEMA_VERSION, RUN_FIELDS
-from limbo_plugin.report.custody import RecordsLock, require_own_file
-from limbo_plugin.report.record_files import RecordFileError, bounded_lines
+from limbo_plugin.records import RUN_FIELDS
+from limbo_plugin.store.custody import RecordsLock, require_own_file
+from limbo_plugin.store.read import RecordFileError, RecordScan, line_problem, parsed_lines
 
 IGNORED = ("run_id",)
 """Fields that differ between runs of identical episodes and so do not make a conflict."""
@@ -88,26 +88,19 @@ def _digest(record: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _parse(path: Path, number: int, line: bytes, last: bool) -> dict[str, Any] | None:
-    try:
-        record = json.loads(line)
-        if not isinstance(record, dict) or not isinstance(record.get("episode_id"), str):
-            raise ValueError("not a record")
-        for name in (*RUN_FIELDS, *ORDER):
-            if name not in record:
-                raise ValueError(f"no {name!r} field")
-    except (ValueError, RecursionError) as exc:
-        if last and not line.endswith(b"\n"):
-            return None
-        raise RecordFileError(f"{path}:{number}: not an episode record ({exc}); expected one "
-                              "JSON EpisodeRecord per line, as pytest --limbo-records writes"
-                              ) from None
-    if record.get("schema_version") != RECORD_SCHEMA_VERSION:
-        raise RecordFileError(f"{path}:{number}: record schema version "
-                              f"{record.get('schema_version')}; this Limbo merges version "
-                              f"{RECORD_SCHEMA_VERSION} (re-run those episodes to record them "
-                              "anew)")
-    return record
+def parse_merged_line(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    """One line as the merge reads it (its fields as JSON, to digest and order), or ``None``
+    and what is wrong with it: the store's checks, and the fields the merge needs."""
+    problem = line_problem(raw)
+    if problem:
+        return None, problem
+    record = json.loads(raw)
+    if not isinstance(record.get("episode_id"), str):
+        return None, "not an episode record (no episode_id)"
+    for name in (*RUN_FIELDS, *ORDER):
+        if name not in record:
+            return None, f"not an episode record (no {name!r} field)"
+    return record, ""
 
 
 def merge_records(out: str | Path, inputs: Sequence[str | Path]) -> MergeResult:
@@ -132,26 +125,18 @@ def _merge(out: Path, sources: list[Path]) -> MergeResult:
     result = MergeResult(out=out, sources=sources)
     kept: dict[tuple[str, str], Kept] = {}
     for source, path in enumerate(sources):
-        size = path.stat().st_size
-        offset = 0
-        with path.open("rb") as handle:
-            for number, line in enumerate(bounded_lines(handle, path), start=1):
-                start, offset = offset, offset + len(line)
-                if not line.strip():
-                    continue
-                record = _parse(path, number, line, last=offset >= size)
-                if record is None:
-                    result.torn_lines += 1
-                    continue
-                result.read += 1
-                identity = (record["episode_id"] + f"#{record.get('repeat') or 0}",
-                            "|".join(str(record[name]) for name in RUN_FIELDS))
-                candidate = Kept(place=Place(source, number, start, len(line)),
-                                 digest=_digest(record), error=record.get("error") is not None,
-                                 order=tuple(record[name] for name in ORDER))
-                _keep(kept, identity, candidate, result)
+        scan: RecordScan[dict[str, Any]] = RecordScan(path)
+        for line, record in parsed_lines(scan, parse_merged_line):
+            result.read += 1
+            identity = (record["episode_id"] + f"#{record.get('repeat') or 0}",
+                        "|".join(str(record[name]) for name in RUN_FIELDS))
+            candidate = Kept(place=Place(source, line.number, line.offset, len(line.raw)),
+                             digest=_digest(record), error=record.get("error") is not None,
+                             order=tuple(record[name] for name in ORDER))
+            _keep(kept, identity, candidate, result)
+        result.torn_lines += scan.torn_at is not None
     records = sorted(kept.values(), key=lambda k: k.order)
-    from limbo_plugin.report.record_files import rotate
+    from limbo_plugin.store.files import rotate
 
     result.kept_previous = rotate(out)
     _write(result, records)

@@ -33,7 +33,7 @@ def keep_abandoned(records: str | Path, line: str) -> Path:
 
 def collect_abandoned(records: str | Path) -> list[str]:
     """Every waiting record line, each once (the files are removed)."""
-    from limbo_plugin.report.outcomes import Outcome
+    from limbo_plugin.store.view import EpisodeView
 
     directory = abandoned_dir(records)
     if not directory.is_dir():
@@ -42,7 +42,7 @@ def collect_abandoned(records: str | Path) -> list[str]:
     for path in sorted(directory.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
-                Outcome.from_json(line)
+                EpisodeView.from_json(line)
             except ValueError:
                 continue  # torn: the process ended while writing it
             lines.append(line)

@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from limbo_plugin.agents.registry import harness_of, model_of
 from limbo_plugin.errors import UsageError
-from limbo_plugin.report.facets import harness_of, model_of
 
 ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
 
@@ -139,7 +139,7 @@ def load_usage(path_text: str) -> RecordedUsage | CassetteUsage:
 
 
 def _load_records(paths: Path | Sequence[Path], shown: str) -> RecordedUsage:
-    from limbo_plugin.report.record_files import RecordFileError, read_records
+    from limbo_plugin.store.read import RecordFileError, read_records
 
     try:
         records = [r for p in ([paths] if isinstance(paths, Path) else paths)

@@ -1,7 +1,7 @@
 """``limbo runs``: the runs a records file has seen, the current one and its history.
 
 A fresh run moves the previous records file into ``history/`` (see
-:func:`limbo_plugin.report.record_files.rotate`); this lists each of those files with when it was
+:func:`limbo_plugin.store.files.rotate`); this lists each of those files with when it was
 written, the run id(s) in it, how many episodes, the pass rate, its configuration (the agent and
 every field not at its default) and how the run selected its episodes (``-k``, ``-m``,
 ``--experiment``…, from the run log the controller appends to), so a user can pick a baseline or
@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from limbo_plugin.records import RUN_DEFAULTS, RUN_FIELDS, run_fingerprint
-from limbo_plugin.report.outcomes import Outcome
-from limbo_plugin.report.record_files import history_files, shown_path
+from limbo_plugin.store.files import history_files, shown_path
+from limbo_plugin.store.read import iter_lines
+from limbo_plugin.store.view import EpisodeView, record_identity
 
 SELECTION_FLAGS = ("-k", "-m", "--experiment", "--limbo-shard", "--limbo-repeat", "--lf",
                    "--ff", "--limbo-resume", "-x", "--maxfail")
@@ -102,6 +101,8 @@ class RunFile:
     agents: list[str] = field(default_factory=list)
     configurations: int = 0
     unreadable: int = 0
+    duplicates: int = 0
+    """Lines that recorded an episode already read (counted once)."""
     values: dict[str, list[str]] = field(default_factory=dict)
     """Each configuration field's values, in order of appearance."""
     selections: list[str] = field(default_factory=list)
@@ -131,32 +132,36 @@ class RunFile:
 
 def describe(path: Path) -> RunFile:
     """Read ``path`` line by line; lines that are not records are counted, not fatal (this
-    is a listing: ``limbo summary`` names the line)."""
+    is a listing: ``limbo summary`` names the line), and so are lines that record an episode
+    already read (each episode is counted once)."""
     info = RunFile(path=path, written=datetime.fromtimestamp(path.stat().st_mtime, tz=UTC))
     configurations: set[str] = set()
-    with path.open("rb") as handle:
-        for raw in handle:
-            if not raw.strip():
-                continue
-            try:
-                row = Outcome.from_json(raw)
-            except (ValidationError, ValueError):
-                info.unreadable += 1
-                continue
-            info.episodes += 1
-            if row.run_id and row.run_id not in info.run_ids:
-                info.run_ids.append(row.run_id)
-            if row.agent not in info.agents:
-                info.agents.append(row.agent)
-            for name in RUN_FIELDS:
-                values = info.values.setdefault(name, [])
-                if getattr(row, name) not in values:
-                    values.append(getattr(row, name))
-            configurations.add(run_fingerprint(row))
-            if row.error is not None:
-                info.errors += 1
-            elif row.eos and not row.overclaim:
-                info.passed += 1
+    seen: dict[Hashable, EpisodeView] = {}
+    for line in iter_lines(path):
+        try:  # any schema version: an old run in history/ is still listed
+            row = EpisodeView.from_json(line.raw)
+        except ValueError:
+            info.unreadable += 1
+            continue
+        identity = record_identity(row)
+        if identity in seen:
+            info.duplicates += 1
+        seen[identity] = row
+    for row in seen.values():
+        info.episodes += 1
+        if row.run_id and row.run_id not in info.run_ids:
+            info.run_ids.append(row.run_id)
+        if row.agent not in info.agents:
+            info.agents.append(row.agent)
+        for name in RUN_FIELDS:
+            values = info.values.setdefault(name, [])
+            if getattr(row, name) not in values:
+                values.append(getattr(row, name))
+        configurations.add(run_fingerprint(row))
+        if row.error is not None:
+            info.errors += 1
+        elif row.eos and not row.overclaim:
+            info.passed += 1
     info.configurations = len(configurations)
     return info
 
@@ -189,6 +194,8 @@ def render(runs: list[RunFile]) -> list[str]:
         episodes = str(run.episodes) + (f" ({run.errors} errors)" if run.errors else "")
         if run.unreadable:
             episodes += f" [{run.unreadable} unreadable lines]"
+        if run.duplicates:
+            episodes += f" [{run.duplicates} duplicate lines dropped]"
         table.append((shown_path(run.path), f"{run.written:%Y-%m-%d %H:%M:%S}", ids, episodes,
                       run.pass_rate, run.configuration or "—",
                       "; ".join(dict.fromkeys(run.selections)) or "—"))

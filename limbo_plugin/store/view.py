@@ -16,11 +16,33 @@ use the record's fields only; the labels keep their neutral defaults there.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Protocol
 
 from pydantic import TypeAdapter
 
 from limbo_plugin.records import run_fingerprint
+
+
+class Recorded(Protocol):
+    """What identifies a recorded episode, on a whole record and on its view alike."""
+
+    @property
+    def experiment(self) -> str | None: ...
+    @property
+    def arm(self) -> str | None: ...
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def episode_id(self) -> str: ...
+
+
+def record_identity(record: Recorded) -> Hashable:
+    """Experiment, arm, repeat, world and configuration: one recorded episode. Two lines with
+    the same identity record one episode twice (a resumed run's re-run, a line copied)."""
+    return (record.experiment, record.arm, record.repeat, record.episode_id,
+            run_fingerprint(record))
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +147,7 @@ class EpisodeView:
     @property
     def record_identity(self) -> tuple[str | None, str | None, int, str, str]:
         """Experiment, arm, repeat, world and configuration: one recorded episode (what the
-        report's merge of several files compares)."""
+        report's merge of several files compares; :func:`record_identity`)."""
         return self.experiment, self.arm, self.repeat, self.episode_id, self.fingerprint()
 
     @property

@@ -22,7 +22,7 @@ from typing import Any
 from pluggy import HookimplMarker
 
 from limbo_plugin.errors import UsageError
-from limbo_plugin.report.outcomes import Outcome
+from limbo_plugin.store.view import EpisodeView
 
 hookimpl = HookimplMarker("pytest")
 """pytest's hook marker, from pluggy: the plugin module alone imports pytest; pytest's objects
@@ -75,7 +75,7 @@ class Progress:
     unpriced: int = 0
     families: dict[str, FamilyCount] = field(default_factory=dict)
 
-    def add(self, outcome: Outcome) -> None:
+    def add(self, outcome: EpisodeView) -> None:
         if outcome.error is not None:
             self.errors += 1
         elif outcome.fired and outcome.family != "none":
@@ -124,7 +124,7 @@ class LiveProgress:
     """Controller plugin: counts finished episodes and prints the line every ``interval``
     seconds (and at the last episode)."""
 
-    def __init__(self, config: Any, outcomes: dict[Any, Outcome], *,
+    def __init__(self, config: Any, outcomes: dict[Any, EpisodeView], *,
                  interval: float, cost_limit: float | None,
                  family_order: Callable[[], tuple[str, ...]],
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -195,7 +195,7 @@ class LiveProgress:
                                                per_episode))
 
 
-def install(config: Any, outcomes: dict[Any, Outcome], raw_interval: str | None,
+def install(config: Any, outcomes: dict[Any, EpisodeView], raw_interval: str | None,
             cost_limit: float | None, family_order: Callable[[], tuple[str, ...]]) -> None:
     """Register the live line on the controller, unless ``-q``, ``--collect-only`` or
     ``--limbo-progress off``; a bad ``--limbo-progress`` is a :class:`UsageError`."""

@@ -1,4 +1,4 @@
-"""The JSONL record file: one EpisodeRecord per line, appended as episodes finish.
+"""Writing the JSONL record file: one EpisodeRecord per line, appended as episodes finish.
 
 Only one process writes (the pytest controller), so the file never holds a torn line in the
 middle; a torn *last* line (killed mid-write) is skipped on read and cut off before a resumed run
@@ -17,23 +17,17 @@ again.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, Generic, TypeVar
-
-from pydantic import ValidationError
+from typing import BinaryIO
 
 from limbo_plugin.errors import LimboError, UsageError
-from limbo_plugin.records import RECORD_SCHEMA_VERSION, EpisodeRecord
-
-T = TypeVar("T")
+from limbo_plugin.store.view import EpisodeView
 
 SYNC_INTERVAL_S = 1.0
 """The longest a received record waits for ``fsync``."""
@@ -122,10 +116,6 @@ def shown_path(path: str | Path) -> str:
         return str(path)
 
 
-class RecordFileError(LimboError):
-    """A record file is missing or holds something that is not an episode record."""
-
-
 def check_records_path(path: str | Path, option: str = "--limbo-records") -> Path:
     """``path`` as a records file Limbo may create, append to and rotate, or a one-line
     :class:`UsageError`: a directory, or a path under a file, never is (rotating a directory
@@ -149,138 +139,11 @@ def check_records_path(path: str | Path, option: str = "--limbo-records") -> Pat
     return path
 
 
-@dataclass
-class RecordScan(Generic[T]):
-    """Every record of a file, and whether its last line was torn (a run killed mid-write)."""
-
-    path: Path
-    records: list[T] = field(default_factory=list)
-    torn_at: int | None = None
-    """Byte offset of a torn last line, or ``None``."""
-    torn_line: int | None = None
-
-    @property
-    def warning(self) -> str | None:
-        if self.torn_at is None:
-            return None
-        return (f"{shown_path(self.path)}:{self.torn_line}: skipped a torn last line (a run "
-                "killed while writing it); its episode is not recorded")
-
-
-MAX_LINE_BYTES = 64 * 2**20
-"""The longest record line read (a record is kilobytes; a trace at its call budget, with every
-answer at its size bound, stays far below): a file without newlines is not read whole."""
-
-def bounded_lines(handle: BinaryIO, path: str | Path) -> Iterator[bytes]:
-    """The lines of a records file, each read with a bound: a line longer than
-    :data:`MAX_LINE_BYTES` (a file without newlines) is a :class:`RecordFileError` at its line,
-    so a reader's memory stays bounded whatever the file."""
-    number = 0
-    while True:
-        raw = handle.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        number += 1
-        if len(raw) > MAX_LINE_BYTES:
-            raise RecordFileError(f"{shown_path(path)}:{number}: a line longer than "
-                                  f"{MAX_LINE_BYTES // 2**20} MiB: not an episode record "
-                                  "(is this a records file?)")
-        yield raw
-
-
-LineParser = Callable[[bytes], tuple[T | None, str]]
-"""Parses one line into a record (full or slim), or gives ``None`` and what is wrong with it."""
-
-
-def scan_file(path: str | Path, parse: LineParser[T]) -> RecordScan[T]:
-    """Read every record of ``path`` (none if it does not exist) with ``parse``.
-
-    A torn *last* line is skipped and reported on the scan; any other line that is not a
-    record of this schema version — garbage, invalid UTF-8, another version — is a
-    :class:`RecordFileError` naming ``file:line``: silently skipping it would make resume
-    re-run an episode, or a summary leave one out, without anyone noticing.
-    """
-    path = Path(path)
-    scan: RecordScan[T] = RecordScan(path=path)
-    if path.is_dir():
-        raise RecordFileError(f"{shown_path(path)} is a directory; give a records file such as "
-                              f"{shown_path(path / 'episodes.jsonl')}")
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        return scan
-    except OSError as exc:
-        raise RecordFileError(f"{shown_path(path)}: cannot read: {exc.strerror or exc}") from None
-    with handle:
-        size = os.fstat(handle.fileno()).st_size
-        offset = 0
-        for number, raw in enumerate(bounded_lines(handle, path), start=1):
-            start, offset = offset, offset + len(raw)
-            if not raw.strip():
-                continue
-            record, problem = parse(raw)
-            if record is not None:
-                scan.records.append(record)
-            elif offset >= size and not raw.endswith(b"\n"):
-                scan.torn_at, scan.torn_line = start, number
-            else:
-                raise RecordFileError(f"{shown_path(path)}:{number}: {problem}")
-    return scan
-
-
-def scan_records(path: str | Path) -> RecordScan[EpisodeRecord]:
-    """Every full record of ``path`` (see :func:`scan_file`)."""
-    return scan_file(path, parse_record_line)
-
-
-def parse_record_line(raw: bytes) -> tuple[EpisodeRecord | None, str]:
-    """One line as a record, or ``None`` and what is wrong with it."""
-    problem = line_problem(raw)
-    if problem:
-        return None, problem
-    try:
-        return EpisodeRecord.model_validate_json(raw), ""
-    except ValidationError as exc:
-        return None, validation_problem(exc)
-
-
-def line_problem(raw: bytes) -> str:
-    """What keeps ``raw`` from being a record of this schema version ("" if nothing, as far as
-    the envelope goes: the fields are the model's to judge)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"not an episode record (invalid UTF-8 at byte {exc.start})"
-    try:
-        document = json.loads(text)
-        version = document.get("schema_version")
-    except (ValueError, AttributeError, RecursionError):
-        return "not an episode record (not a JSON object)"
-    if version is None and "episode_id" not in document:  # no record of any version
-        return ("not an episode record (no schema_version or episode_id field); expected one "
-                "JSON EpisodeRecord per line, as pytest --limbo-records writes")
-    if version != RECORD_SCHEMA_VERSION:
-        return (f"record schema version {version}; this Limbo reads version "
-                f"{RECORD_SCHEMA_VERSION} (re-run those episodes to record them anew)")
-    return ""
-
-
-def validation_problem(exc: ValidationError) -> str:
-    error = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in error["loc"]) or "record"
-    return f"not an episode record ({where}: {error['msg']})"
-
-
-def read_records(path: str | Path) -> list[EpisodeRecord]:
-    """Every complete record in ``path``: a torn last line is skipped, anything else that is
-    not a record raises :class:`RecordFileError` (see :func:`scan_records`)."""
-    return scan_records(path).records
-
-
 def repair_torn_tail(path: str | Path) -> str | None:
     """Before appending to ``path`` (resume), cut off a torn last line, so the next record is
     not glued onto it and lost; returns what was done, for the user, or ``None``."""
-    from limbo_plugin.report.custody import require_own_file
+    from limbo_plugin.store.custody import require_own_file
+    from limbo_plugin.store.read import parse_record_line
 
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
@@ -322,7 +185,7 @@ def rotate(path: str | Path) -> Path | None:
     must not lose the full run. The time is the file's last write, so the name says when that
     run ended. Only a regular file is ever moved.
     """
-    from limbo_plugin.report.custody import require_own_file
+    from limbo_plugin.store.custody import require_own_file
 
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
@@ -408,8 +271,8 @@ class CostMeter:
                     break
                 self._offset = handle.tell()
                 try:
-                    usage = json.loads(line).get("usage") or {}
-                except json.JSONDecodeError:
+                    usage = EpisodeView.from_json(line).usage
+                except ValueError:
                     continue
-                self.total += float(usage.get("cost_usd") or 0.0)
+                self.total += usage.cost_usd if usage is not None else 0.0
         return self.total
