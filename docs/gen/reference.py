@@ -236,7 +236,8 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[str]:
             if action.nargs in ("*", "+", argparse.REMAINDER):
                 shown += " …"
         default = ""
-        if action.default not in (None, False, argparse.SUPPRESS, [], ()) and action.option_strings:
+        if action.default not in (None, False, argparse.SUPPRESS, [], ()) and (
+                action.option_strings or action.nargs in ("?", "*")):
             default = code(str(action.default))
         if action.choices and not isinstance(action, argparse._SubParsersAction):
             choices = ", ".join(code(str(c)) for c in action.choices)

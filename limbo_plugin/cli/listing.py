@@ -11,7 +11,7 @@ from limbo_plugin.cli.common import Subcommands, registry_of
 def register(sub: Subcommands) -> None:
     listing = sub.add_parser("list", help="list the names Limbo knows")
     listing.add_argument("what", choices=["templates", "modes", "conditions", "policies",
-                                          "experiments", "tools"])
+                                          "experiments", "tools"], help="which names")
     listing.set_defaults(handler=cmd_list)
 
 
