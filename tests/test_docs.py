@@ -98,3 +98,29 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     home = (tmp_path / "index.html").read_text(encoding="utf-8")
     assert "images/timelines/late_commit.svg" in home
     assert (tmp_path / "reference" / "pytest-options" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_the_report_pictures_come_from_a_real_run(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``docs/gen/screenshots.py`` runs two scripted agents, builds their report and takes the
+    three pictures the site shows, at 1280 px, in headless Chromium."""
+    import shutil
+    import struct
+
+    if not (os.environ.get("CHROMIUM") or shutil.which("chromium")
+            or Path("/usr/bin/chromium").exists()):
+        pytest.skip("no chromium on this machine (apt-get install -y chromium; .ci/run "
+                    "installs it)")
+    shots = generator("screenshots")
+    monkeypatch.setattr(shots, "OUT", tmp_path / "images")
+    index = shots.build_report(tmp_path / "project")
+    report = index.read_text(encoding="utf-8")
+    assert "scripted:verify_first" in report and "scripted:blind_retry" in report
+    shots.shoot(index, shots.chromium(), tmp_path / "profile")
+    for name in shots.SHOTS:
+        data = (tmp_path / "images" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert struct.unpack(">II", data[16:24])[0] == 1280
+        assert len(data) > 50_000, name  # a rendered page, not a blank one
+        assert (DOCS / "images" / name).is_file()
