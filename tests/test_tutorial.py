@@ -63,7 +63,7 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     out = done.stdout
     assert done.returncode == 0, (out[-3000:], done.stderr[-3000:])  # limbo report's
     # what the page shows is what ran
-    for block in re.findall(r"```text\n(.*?)```", TUTORIAL, re.DOTALL)[1:]:
+    for block in re.findall(r"```text\n(.*?)```", TUTORIAL, re.DOTALL):
         for line in block.splitlines():
             shown = line.split("  …")[0].rstrip()
             if shown and not shown.startswith("-"):
