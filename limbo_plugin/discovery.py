@@ -10,11 +10,16 @@ specs decide what is collected:
 3. else, when a Limbo option is given (``pytest --experiment default`` in any directory), the
    specs installed with Limbo (:func:`~limbo_plugin.spec.registry.packaged_specs_dir`).
 
-Test paths named on the command line are always collected as given.
+Test paths named on the command line are always collected as given. Run without test paths
+from a directory below a Limbo project's rootdir, pytest collects that directory (an ini's
+``testpaths`` apply only where the rootdir is the directory pytest runs in), so no episode is
+collected: :func:`subdirectory_hint` names the rootdir to run from instead.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -60,6 +65,35 @@ def redirects_collection(config: Any, *, specs_option: bool, limbo_options: bool
         return False
     own = Path(str(config.rootpath)) / "specs"
     return specs_option or (limbo_options and not is_specs_dir(own))
+
+
+def subdirectory_run(config: Any) -> Path | None:
+    """The rootdir of the Limbo project this run started below, when it was started without test
+    paths in one of the rootdir's subdirectories (and so collects that directory only); else
+    ``None``. A Limbo project is a rootdir whose ``specs/`` holds experiments."""
+    if paths_named(config):
+        return None
+    root = Path(str(config.rootpath))
+    here = Path(config.invocation_params.dir)
+    if here == root or root not in here.parents:
+        return None
+    experiments = root / "specs" / "experiments"
+    if not is_specs_dir(root / "specs") or not any(experiments.glob("*.y*ml")):
+        return None
+    return root
+
+
+def subdirectory_hint(config: Any, root: Path) -> str:
+    """One line for a run from a subdirectory of ``root`` that collected no episode: the rootdir
+    it would need, the same command run there, and the same command from here."""
+    here = Path(config.invocation_params.dir)
+    args = shlex.join(str(a) for a in config.invocation_params.args)
+    command = f"pytest {args}".rstrip()
+    here_command = f"pytest {shlex.quote(os.path.relpath(root / 'specs', here))} {args}".rstrip()
+    return (f"limbo: no Limbo episode was collected: pytest collects the directory it runs in "
+            f"({here}), and this Limbo project's rootdir is {root}; run "
+            f"`cd {shlex.quote(str(root))} && {command}`, or name its specs from here: "
+            f"`{here_command}`")
 
 
 def names_experiments(config: Any) -> bool:

@@ -46,18 +46,31 @@ class ParamSpec(StrictModel):
                               allow_inf_nan=False)
 
     choice: list[Any] | str | None = None
+    """Pick one of these values (or of the pool named, ``{pools.customers}``)."""
     sample: list[Any] | str | None = None
+    """Pick ``k`` distinct values of these (or of the pool named)."""
     k: Count | list[Count] | None = None
+    """How many ``sample`` picks: a number, or ``[low, high]``."""
     int_range: list[SpecInt] | None = Field(default=None, alias="int", min_length=2,
                                             max_length=2)
+    """As ``int: [low, high]``: a whole number in that range, ends included."""
     template: Any = None
+    """A text (or structure) rendered from the parameters drawn before it."""
     value: Any = None
+    """This value as it is."""
     id: str | None = None
+    """A record id with this prefix and a hash of the world (``ch`` gives ``ch_3f2a…``)."""
     map: str | None = None
+    """Turn each item of this list parameter into ``to``."""
     to: Any = None
+    """What ``map`` makes of each item (``{item}``, ``{index}`` from 1)."""
     join: str | None = None
+    """Join the items of this list parameter into one text, each as ``item``, separated by
+    ``sep``."""
     item: str = "{item}"
+    """How ``join`` renders each item."""
     sep: str = ", "
+    """What ``join`` puts between items."""
 
     @model_validator(mode="after")
     def _one_generator(self) -> ParamSpec:
@@ -78,26 +91,41 @@ class ParamSpec(StrictModel):
 
 class RequiredSpec(StrictModel):
     id: str
+    """The effect's name, used in failure messages and records."""
     tool: str | list[str]
+    """The write tool (or tools) whose commits count for it."""
     where: dict[str, Any] = Field(default_factory=dict)
+    """The arguments a commit must have to count (``{contains: …}`` for a part of a text)."""
     count: Count = 1
+    """How many such commits the task needs: more is a duplicate, fewer a task failure."""
     for_each: str | None = None
+    """One required effect per item of this list parameter (``{item}`` in ``where``)."""
 
 
 class FocalSpec(StrictModel):
     id: str
+    """The focal write's id: part of the world and of the episode id."""
     tool: str
+    """The write tool the fault hits."""
     where: dict[str, Any] = Field(default_factory=dict)
+    """The arguments the faulted call must have."""
     n: Count = 1
+    """Which matching call is faulted (the first by default)."""
     for_each: str | None = None
+    """One focal write per item of this list parameter."""
     limit: Count | None = None
+    """With ``for_each``: at most this many of them."""
 
 
 class StepSpec(StrictModel):
     id: str
+    """The step's name; later steps read its result as ``{steps.<id>.…}``."""
     tool: str
+    """The tool the step calls."""
     args: dict[str, Any] = Field(default_factory=dict)
+    """Its arguments, rendered from the parameters and earlier steps."""
     for_each: str | None = None
+    """Call the tool once per item of this list parameter."""
 
 
 RESERVED_PARAMS = frozenset({"instance", "pools", "steps", "item", "index"})
@@ -107,15 +135,27 @@ hide what the plan and the records read."""
 
 class TemplateSpec(StrictModel):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """The template's name: the file's stem, the first part of every episode id."""
     description: str = ""
+    """What the task is."""
     services: list[str] = Field(min_length=1)
+    """The services whose tools the agent is given (besides the general tools)."""
     params: dict[str, ParamSpec] = Field(default_factory=dict)
+    """The parameters each instance draws, seeded by template and instance."""
     instruction: str
+    """The task as the agent reads it; it must end with the cue sentence (Make sure each action
+    happens exactly once.)"""
     records: dict[str, Any] = Field(default_factory=dict)
+    """The services' records before the episode, per service and collection."""
     targets: list[str] = Field(default_factory=list)
+    """Records the task may write to besides what it creates: a write to any other existing record
+    is collateral damage."""
     required: list[RequiredSpec] = Field(min_length=1)
+    """The effects a correct run commits: what the grader counts."""
     focal_writes: list[FocalSpec] = Field(min_length=1)
+    """The writes a fault may hit: one world per focal write and fault mode."""
     plan: list[StepSpec] = Field(min_length=1)
+    """The reference plan the scripted policies follow, step by step."""
 
     @field_validator("params")
     @classmethod

@@ -1,5 +1,5 @@
-"""Small things a new user trips over: help texts, listings, the README's loops, the docs'
-markup, and the order of conditions."""
+"""Small things a new user trips over: help texts, listings, the documentation's loops, the
+docs' markup, and the order of conditions."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+REPORTS_GUIDE = (ROOT / "docs" / "how-to" / "reports.md").read_text(encoding="utf-8")
+OPTIONS_REFERENCE = (ROOT / "docs" / "reference" / "pytest-options.md").read_text(encoding="utf-8")
 
 
 def help_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -55,11 +56,11 @@ def test_show_prints_the_fault_readably(tmp_path: Path, registry: SpecRegistry,
     assert fault.startswith("  fault: timeout_late, fired: yes (") and "delay_s=" in fault
 
 
-def test_readme_loops_and_keys() -> None:
-    loop = README[README.index("for policy in blind_retry"):]
+def test_the_docs_loops_and_keys() -> None:
+    loop = REPORTS_GUIDE[REPORTS_GUIDE.index("for policy in blind_retry"):]
     loop = loop[:loop.index("done")]
     assert "--tb=no -rN" in loop, "thousands of failure blocks otherwise"
-    contract = next(line for line in README.splitlines() if line.startswith("| `--contract`"))
+    contract = OPTIONS_REFERENCE.split("### `--contract`", 1)[1].split("\n### ", 1)[0]
     assert "same_key" in contract and "changes nothing" in contract
 
 

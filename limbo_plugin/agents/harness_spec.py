@@ -70,10 +70,15 @@ class InstallSpec(_Strict):
     directory under the harness cache (``<cache>/<name>/<version>``)."""
 
     npm: str | None = None
+    """The npm package to install (give this or ``pip``)."""
     pip: str | None = None
+    """The pip requirement to install into the harness's own virtual environment (give this or
+    ``npm``)."""
     version: str = Field(min_length=1)
+    """The pinned version (``limbo harness install`` installs exactly it)."""
     executable: str = Field(min_length=1)
-    """The program's name in the install's bin directory (a name, not a path)."""
+    """The program the install provides, run as ``{executable}``: its name in the install's
+    bin directory, not a path."""
     python: str | None = None
     """For pip: the interpreter to build the venv with (default: the one running Limbo)."""
     requirements: str | None = None
@@ -121,8 +126,11 @@ class FileSpec(_Strict):
     """A file written before the run; ``content`` is rendered as ``format``."""
 
     path: str
+    """Where the file is written, with placeholders (``{home}/.codex/config.toml``)."""
     format: Literal["json", "toml", "yaml", "text"] = "text"
+    """How ``content`` is written: ``json``, ``toml``, ``yaml`` or ``text``."""
     content: Any = None
+    """What it holds, rendered as ``format`` after its placeholders are filled."""
 
     @field_validator("path")
     @classmethod
@@ -141,7 +149,9 @@ class SourceSpec(_Strict):
     SQLite file, ``query`` exports its rows as JSON lines."""
 
     source: str
+    """``stdout``, ``stderr``, or a glob under ``{home}``."""
     query: str | None = None
+    """For a SQLite file: the query whose rows are kept as JSON lines."""
 
 
 class LineMatch(_Strict):
@@ -149,8 +159,11 @@ class LineMatch(_Strict):
     paths), or a line containing ``contains``, in ``source``."""
 
     source: str = "stdout"
+    """Where to look: ``stdout``, ``stderr``, or a file under ``{home}``."""
     where: dict[str, Any] = Field(default_factory=dict)
+    """Dotted paths and the values a JSON line must have there."""
     contains: str | None = None
+    """A text the line must contain (instead of ``where``)."""
 
     @model_validator(mode="after")
     def _one_test(self) -> LineMatch:
@@ -165,16 +178,23 @@ class UsageSpec(_Strict):
     ``(prompt, completion, model calls[, cached prompt tokens])``."""
 
     source: str
+    """Where the usage is: ``stdout``, ``stderr``, or a file under ``{home}``."""
     format: Literal["jsonl", "sqlite"] = "jsonl"
+    """``jsonl`` (JSON lines) or ``sqlite`` (a database file and a ``query``)."""
     where: dict[str, Any] = Field(default_factory=dict)
+    """Dotted paths and values that select the usage events among the JSON lines."""
     prompt_tokens: str | None = None
+    """The dotted path of an event's prompt tokens."""
     completion_tokens: str | None = None
+    """The dotted path of an event's completion tokens."""
     cached_tokens: str | None = None
     """The part of the prompt tokens the provider served from its prompt cache."""
     requests: LineMatch | None = None
     """Lines that each mark one request to the model, for a CLI whose usage events cover a
     whole turn of several requests (Codex); without it each usage event is one model call."""
     query: str | None = None
+    """For ``sqlite``: a query returning ``(prompt, completion, model calls[, cached prompt
+    tokens])``."""
 
     @model_validator(mode="after")
     def _complete(self) -> UsageSpec:
@@ -202,32 +222,51 @@ class ModelCatalogSpec(_Strict):
     (``{model}`` filled in). See :mod:`limbo_plugin.agents.harness_catalog`."""
 
     command: list[str] = Field(min_length=1)
+    """The command printing the harness's model catalog as JSON."""
     entries: str = "models"
+    """The dotted path of the list of entries in it."""
     key: str = "slug"
+    """The field of an entry naming its model."""
     overrides: dict[str, Any] = Field(default_factory=dict)
+    """What is changed in a known model's entry (which tools it may be offered)."""
     fallback: dict[str, Any]
+    """The entry given to a model the harness does not know (``{model}`` filled in)."""
 
 
 class HarnessSpec(_Strict):
     """One harness adapter (``specs/harnesses/<name>.yaml``)."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    """The adapter's name, as in ``harness:<name>:<model>`` or ``harness:command:<name>``."""
     description: str = ""
+    """What the agent CLI is (shown by ``limbo harness list``)."""
     install: InstallSpec | None = None
+    """How ``limbo harness install`` installs the pinned CLI; without it the command must be on
+    PATH."""
     version_command: list[str] | None = Field(default=None, min_length=1)
+    """A command printing the CLI's version, recorded with each episode."""
     wire: Literal["chat", "responses"] = "chat"
     """What the harness speaks to its model (informational: the gateway must speak it)."""
     model: str | None = None
     """Default model for ``harness:command:<name>`` (else ``--model-option model=…``)."""
     mcp_transport: Literal["stdio", "streamable-http"] = "stdio"
+    """How the CLI reaches the episode's tools: ``stdio`` (``{mcp_command}``, ``{mcp_args}``,
+    ``{mcp_env}``) or ``streamable-http`` (``{mcp_url}``, and ``{mcp_token}``, sent as a bearer
+    token)."""
     tool_name: str = "{tool}"
     """How the harness names an MCP tool to its model, from ``{server}`` and ``{tool}``."""
     env: dict[str, str] = Field(default_factory=dict)
+    """The CLI's environment, with placeholders (``{api_key}``, ``{api_base}``, ``{mcp_token}``,
+    …)."""
     passenv: list[str] = Field(default_factory=list)
     """Variables of Limbo's own environment passed through (besides PATH, locale, proxies)."""
     files: list[FileSpec] = Field(default_factory=list)
+    """Files written before each episode (the CLI's configuration)."""
     command: list[str] = Field(min_length=1)
+    """The command line run once per episode, with placeholders (``{prompt}``, ``{model}``,
+    ``{mcp_url}``, …)."""
     timeout_s: float = Field(default=600.0, gt=0, le=86_400)
+    """The CLI's wall-clock limit per episode; running over it is an infrastructure error."""
     grace_s: float = Field(default=15.0, ge=0, le=3600)
     """After the episode ends (finish, or the call budget), how long the CLI may take to exit
     before it is stopped."""
@@ -236,7 +275,9 @@ class HarnessSpec(_Strict):
     by default the CLI failed (its gateway was down, say), an infrastructure error re-run on
     resume; ``graded`` for a CLI whose non-zero exit is the agent's own decision to stop."""
     transcript: list[SourceSpec] = Field(default_factory=lambda: [SourceSpec(source="stdout")])
+    """Where the CLI's transcript is, kept under ``reports/transcripts/``."""
     usage: UsageSpec | None = None
+    """Where the CLI reports its token counts."""
     model_catalog: ModelCatalogSpec | None = None
     """The harness's own model catalog, read from the harness, for ``{model_entry}``."""
     model_errors: list[ErrorSpec] = Field(default_factory=list)

@@ -13,12 +13,13 @@ from limbo_plugin.records import DEFAULT_RECORDS
 def register(sub: Subcommands) -> None:
     runs = sub.add_parser("runs", help="the runs of a records file: the current one and "
                           "those kept in its history/")
-    runs.add_argument("records", nargs="?", default=DEFAULT_RECORDS)
+    runs.add_argument("records", nargs="?", default=DEFAULT_RECORDS,
+                      help="a records file; the runs kept in history/ beside it are listed too")
     runs.set_defaults(handler=cmd_runs)
 
     summary = sub.add_parser("summary", help="the family table of a record file")
-    summary.add_argument("records", nargs="?", default=DEFAULT_RECORDS)
-    summary.add_argument("--markdown", action="store_true")
+    summary.add_argument("records", nargs="?", default=DEFAULT_RECORDS, help="a records file")
+    summary.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     summary.set_defaults(handler=cmd_summary)
 
     gate = sub.add_parser("gate", help="apply a gate to a record file (exit 1 if it fails)")

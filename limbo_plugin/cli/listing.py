@@ -12,7 +12,7 @@ def register(sub: Subcommands) -> None:
     listing = sub.add_parser("list", help="list the names Limbo knows")
     listing.add_argument("what", choices=["templates", "modes", "conditions", "policies",
                                           "experiments", "tools", "agents", "tables",
-                                          "extensions"])
+                                          "extensions"], help="which names")
     listing.set_defaults(handler=cmd_list)
 
 

@@ -16,12 +16,12 @@ from limbo_plugin.runconfig import RunConfig
 
 def register(sub: Subcommands) -> None:
     run = sub.add_parser("run", help="run one episode and print what happened")
-    run.add_argument("template")
-    run.add_argument("instance", type=_instance)
+    run.add_argument("template", help="a task template (limbo list templates)")
+    run.add_argument("instance", type=_instance, help="an instance of it, numbered from 0")
     run.add_argument("focal_write", help="a focal write id, or 'baseline' with mode none")
-    run.add_argument("mode")
+    run.add_argument("mode", help="a fault mode (limbo list modes), or none")
     for name, default in RunConfig().model_dump().items():
-        run.add_argument(f"--{name}", default=default)
+        run.add_argument(f"--{name}", default=default, help=f"as pytest's --{name}")
     run.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                      help="passed to the agent's model (api_base=…, temperature=0); repeatable")
     run.add_argument("--json", action="store_true", help="print the whole record as JSON")
@@ -34,7 +34,7 @@ def register(sub: Subcommands) -> None:
     show.add_argument("episode_id", metavar="TEST_ID",
                       help="the id pytest prints (specs/experiments/x.yaml::… or the part "
                       "after ::), or an episode id when one configuration ran it")
-    show.add_argument("--records", default=DEFAULT_RECORDS)
+    show.add_argument("--records", default=DEFAULT_RECORDS, help="the records file to look in")
     show.add_argument("--json", action="store_true", help="print the whole record as JSON")
     show.set_defaults(handler=cmd_show)
 

@@ -83,18 +83,32 @@ class Design(StrictModel):
     A run-configuration list defaults to ``[@option]``: the command line's value."""
 
     templates: Templates = "all"
+    """The task templates to run: ``all``, or a list of names (``limbo list templates``)."""
     instances: Instances = Field(default_factory=lambda: [0, 1])
+    """Which parameter draws of each template: instance numbers from 0."""
     focal_writes: FocalWrites = "all"
+    """The focal writes a fault may hit: ``all``, or a list of their ids."""
     max_focal_writes: MaxFocalWrites | None = None
+    """At most this many focal writes per template (in the template's order)."""
     modes: Modes = "all"
+    """The fault modes: ``all`` (every mode that applies to the focal write), or a list of names
+    (``limbo list modes``); ``none`` is the fault-free episode."""
     exclude_modes: Annotated[list[str], AfterValidator(_once_each)] = Field(
         default_factory=list)
+    """Fault modes left out of ``modes``."""
     contracts: Contracts = Field(default_factory=_from_option)
+    """The contract variants (``--contract``); ``@option``: the command line's value."""
     docs: Docs = Field(default_factory=_from_option)
+    """The documentation variants (``--docs``); ``@option``: the command line's value."""
     instructions: Instructions = Field(default_factory=_from_option)
+    """The instruction variants (``--instruction``); ``@option``: the command line's value."""
     conditions: Conditions = Field(default_factory=_from_option)
+    """The recovery conditions (``--condition``); ``@option``: the command line's value."""
     operators: Operators = Field(default_factory=_from_option)
+    """The operator variants (``--operator``); ``@option``: the command line's value."""
     agents: Agents = Field(default_factory=_from_option)
+    """The agents (``--agent`` forms); ``@option``: the command line's value. ``--agent`` replaces
+    the list."""
 
 
 DESIGN_FIELDS = tuple(Design.model_fields)
@@ -106,19 +120,33 @@ class Arm(StrictModel):
     errors)."""
 
     name: str | None = Field(default=None, min_length=1)
+    """The arm's name, used in errors."""
     description: str = ""
+    """What the arm is for (documentation only)."""
     templates: Templates | None = None
+    """Replaces the top level's ``templates``."""
     instances: Instances | None = None
+    """Replaces the top level's ``instances``."""
     focal_writes: FocalWrites | None = None
+    """Replaces the top level's ``focal_writes``."""
     max_focal_writes: MaxFocalWrites | None = None
+    """Replaces the top level's ``max_focal_writes`` (``null``: no limit)."""
     modes: Modes | None = None
+    """Replaces the top level's ``modes``."""
     exclude_modes: Annotated[list[str], AfterValidator(_once_each)] | None = None
+    """Replaces the top level's ``exclude_modes``."""
     contracts: Contracts | None = None
+    """Replaces the top level's ``contracts``."""
     docs: Docs | None = None
+    """Replaces the top level's ``docs``."""
     instructions: Instructions | None = None
+    """Replaces the top level's ``instructions``."""
     conditions: Conditions | None = None
+    """Replaces the top level's ``conditions``."""
     operators: Operators | None = None
+    """Replaces the top level's ``operators``."""
     agents: Agents | None = None
+    """Replaces the top level's ``agents``."""
 
     @model_validator(mode="after")
     def _no_empty_dimension(self) -> Arm:
@@ -145,8 +173,11 @@ class ModelLabel(StrictModel):
     model with a caveat: ``pooled: false`` and the caveat as ``note``)."""
 
     tier: Tier | None = None
+    """``frontier`` or ``weaker``: which pooled row of Table 3 and Table 10 the model joins."""
     pooled: bool = True
+    """Whether the pooled statistics include the model (``false``: shown per model only)."""
     note: str = ""
+    """A caveat shown beside the model in the report."""
 
 
 class ExperimentSpec(Design):
@@ -154,11 +185,16 @@ class ExperimentSpec(Design):
     is (the top level then supplies their defaults); ``model_options`` go to every model."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    """The experiment's name: the file's stem, what ``--experiment`` takes."""
     description: str = ""
+    """What the experiment is (shown by ``limbo list experiments``)."""
     model_options: dict[str, Any] = Field(default_factory=dict)
+    """Options passed to every model of the experiment, as ``--model-option`` (which wins)."""
     models: dict[str, ModelLabel] = Field(default_factory=dict)
     """Labels of the experiment's agents (tier, pooled), keyed by the agent as listed."""
     arms: Annotated[list[Arm], Field(min_length=1)] | None = None
+    """Partial designs whose union (each episode once) is the experiment; the top level supplies
+    what an arm does not set."""
 
     @field_validator("model_options")
     @classmethod

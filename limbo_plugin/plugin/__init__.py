@@ -71,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if limbo.settings.only_specs:
         lean_spec_run(config)
     if not limbo.settings.active:
+        hint_below_the_rootdir(config)
         return
     from limbo_plugin.plugin.scrub_reports import ScrubbedReports
     from limbo_plugin.plugin.worker_watch import watch_workers
@@ -97,6 +98,19 @@ def pytest_configure(config: pytest.Config) -> None:
         from limbo_plugin.store.files import CostMeter
 
         run.cost_meter = CostMeter(limbo.settings.records_path)
+
+
+def hint_below_the_rootdir(config: pytest.Config) -> None:
+    """A run with no Limbo option, from a subdirectory of a Limbo project: say where to run if
+    it collects nothing (:class:`~limbo_plugin.plugin.terminal.SubdirectoryHint`)."""
+    from limbo_plugin.discovery import subdirectory_hint, subdirectory_run
+
+    root = subdirectory_run(config)
+    if root is not None and not hasattr(config, "workerinput"):
+        from limbo_plugin.plugin.terminal import SubdirectoryHint
+
+        config.pluginmanager.register(SubdirectoryHint(subdirectory_hint(config, root)),
+                                      "limbo-subdirectory-hint")
 
 
 UNUSED_IN_SPEC_RUNS = ("hypothesispytest",)

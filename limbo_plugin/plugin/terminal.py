@@ -27,7 +27,12 @@ def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: i
         return
     if terminalreporter.stats.get("error"):
         return  # a collection error (a broken spec) already said why, in its own line
-    from limbo_plugin.discovery import nothing_collected_hint
+    from limbo_plugin.discovery import nothing_collected_hint, subdirectory_hint, subdirectory_run
+
+    root = subdirectory_run(limbo.config)
+    if root is not None:  # the options were right; the directory was not
+        terminalreporter.write_line(subdirectory_hint(limbo.config, root), yellow=True)
+        return
 
     deselected = run.deselected_episodes > 0 or run.keyword_selected_nothing
     option = limbo.config.option
@@ -39,6 +44,21 @@ def hint_if_nothing_collected(terminalreporter: Any, limbo: Limbo, exitstatus: i
     if names is not None:  # still one line: the names closest to -k's words
         line += "; " + keyword_suggestion(str(limbo.config.option.keyword), names)
     terminalreporter.write_line(line, yellow=True)
+
+
+class SubdirectoryHint:
+    """Registered for a run given no Limbo option, started without test paths below a Limbo
+    project's rootdir: if it collected nothing (pytest's exit 5), one line names the rootdir to
+    run from, instead of a bare "collected 0 items"."""
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED \
+                and not terminalreporter.stats.get("error"):
+            terminalreporter.write_line(self.line, yellow=True)
 
 
 def print_summary(terminalreporter: Any, limbo: Limbo) -> None:

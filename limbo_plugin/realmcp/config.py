@@ -42,25 +42,40 @@ class GuardTool(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     tool: str
+    """The tool's name, as the server lists it."""
     writes: bool
+    """Whether the tool writes (from ``readOnlyHint``, else its name or description)."""
     idempotent: bool = False
+    """Whether a repeat is harmless: the guard lets an identical retry through."""
     key: str | None = None
+    """The argument (or ``_meta`` field) that carries an idempotency key; the guard attaches one
+    key per intent."""
     verify: ReadBack | None = None
+    """The read-back query the guard runs before an identical retry: ``tool``, ``args`` and
+    ``match`` templated over the write's arguments, ``items`` the list in its result (``"*"``
+    for any), ``per_item`` for a list argument."""
     verify_checked: bool | None = None
     """``False``: the audit built ``verify`` from names and nobody checked that it finds what
     the write made; the guard does not trust it. Absent or ``True``: checked (by hand, or by
     ``limbo audit --probe``)."""
     lag_s: int | None = None
+    """Seconds a write takes to show in its read-back; the guard waits them out before verifying."""
     intent: list[str] | None = None
+    """The arguments that make two calls the same write (default: all but the key)."""
     batch: str | None = None
+    """For a batch write: the list argument whose rows commit one by one."""
     noun: str = "record"
+    """What the guard's note calls one of the tool's records."""
 
 
 class GuardConfig(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     tools: list[GuardTool] = []
+    """Per tool, its retry contract; tools not named keep the audit's verdicts."""
     wait_tool: str | None = None
+    """A tool that lets time pass (a simulated clock's ``wait``), used instead of sleeping before a
+    read-back."""
 
     def by_name(self) -> dict[str, GuardTool]:
         return {t.tool: t for t in self.tools}

@@ -327,7 +327,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-missing", action="store_true",
                         help="go on when the config names tools the server does not list")
     parser.add_argument("--url", default=None, help="a streamable HTTP upstream")
-    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
+    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                        help="an HTTP header for --url (repeatable)")
     add_serving_arguments(parser, bearer=True)
     add_no_token_argument(parser)
     parser.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",

@@ -427,7 +427,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redelivery-after", type=_seconds, default=2.0, metavar="SECONDS",
                         help="redelivery: when the second copy is forwarded (default 2)")
     parser.add_argument("--url", default=None, help="a streamable HTTP upstream")
-    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
+    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                        help="an HTTP header for --url (repeatable)")
     parser.add_argument("--rules", default=None, help="the audit's evidence rules")
     parser.add_argument("--config", default=None, help="the guard's config (limbo audit "
                         "--json, edited): its writes, keys and read-backs replace the audit's")

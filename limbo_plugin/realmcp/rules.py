@@ -30,20 +30,30 @@ class Consistency(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     strong: list[str]
+    """Patterns of a description that says its reads are immediately consistent."""
     lag_seconds: list[str]
+    """Patterns that state a lag in seconds (the number is captured)."""
     lag_minutes: list[str]
+    """Patterns that state a lag in minutes."""
     eventual: list[str]
+    """Patterns that say reads may lag, without a figure."""
 
 
 class Advice(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     read: str
+    """The advice for a read tool."""
     idempotent: str
+    """The advice for a write whose repeat is harmless."""
     keyed: str
+    """The advice for a write that takes an idempotency key."""
     read_back: str
+    """The advice for a write with a read-back and no key."""
     read_back_lag: str
+    """As ``read_back``, for a read path that lags."""
     unsafe: str
+    """The advice for a write with neither key nor read-back."""
 
 
 class AuditRules(BaseModel):
@@ -52,17 +62,29 @@ class AuditRules(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     write_verbs: list[str]
+    """Verbs whose presence in a tool's name makes it a write."""
     read_verbs: list[str]
+    """Verbs whose presence in a tool's name makes it a read."""
     write_phrases: list[str]
+    """Patterns of a description that make the tool a write."""
     read_phrases: list[str]
+    """Patterns of a description that make the tool a read."""
     not_idempotent_phrases: list[str]
+    """Patterns of a description saying a repeat is not harmless."""
     idempotent_phrases: list[str]
+    """Patterns of a description saying a repeat is harmless."""
     key_params: list[str]
+    """Patterns of a parameter name that carries an idempotency key."""
     key_meta_fields: list[str]
+    """``_meta`` fields that carry an idempotency key."""
     no_read_back_phrases: list[str]
+    """Patterns of a description saying a write cannot be read back."""
     stop_words: list[str]
+    """Words ignored when matching a write's name to a read tool's."""
     consistency: Consistency
+    """How the audit reads a read path's lag from the descriptions."""
     advice: Advice
+    """The advice printed per verdict."""
 
     @field_validator("write_phrases", "read_phrases", "not_idempotent_phrases",
                      "idempotent_phrases", "key_params", "no_read_back_phrases")

@@ -32,10 +32,17 @@ MAX_EPISODES = 10_000_000
 
 class Threshold(StrictModel):
     metric: Metric
+    """What is judged: ``duplicate_rate``, ``eos_rate``, ``ts_rate`` or ``overclaim_rate``."""
     family: str = ALL_FAULTED
+    """The fault family it is judged on, or ``all_faulted`` (every faulted episode)."""
     max: float | None = Field(default=None, ge=0, le=1)
+    """The rate must be at most this (a fraction, 0.05 = 5%); give exactly one of ``max`` and
+    ``min``."""
     min: float | None = Field(default=None, ge=0, le=1)
+    """The rate must be at least this (a fraction)."""
     judge: Literal["point", "bound"] = "point"
+    """``point``: the point estimate; ``bound``: the 95% interval's upper end (for ``max``) or
+    lower end (for ``min``)."""
     optional: bool = False
     """A check with too few episodes to judge fails, unless it is optional (then it is only
     reported as not judged): a gate must never pass on nothing."""
@@ -58,15 +65,24 @@ class Threshold(StrictModel):
 
 class BaselineSpec(StrictModel):
     outcome: Literal["passed", "eos", "no_duplicate"] = "passed"
+    """The paired outcome compared with the baseline: ``passed`` (the test's verdict), ``eos`` or
+    ``no_duplicate``."""
     alpha: float = Field(default=0.05, gt=0, lt=1)
+    """The significance level of the exact McNemar test (Holm-adjusted across families)."""
     by: Literal["all", "family"] = "family"
+    """``family``: one test per fault family; ``all``: one test over every paired episode."""
 
 
 class GateSpec(StrictModel):
     name: str
+    """The gate's name, shown in its verdict."""
     description: str = ""
+    """What the gate is for."""
     thresholds: list[Threshold] = Field(default_factory=list)
+    """Checks on the run's aggregate, each one test result."""
     baseline: BaselineSpec = Field(default_factory=BaselineSpec)
+    """How a run is compared with ``--limbo-baseline``: it fails when significantly worse on the
+    episodes both share."""
     min_episodes: int = Field(default=1, ge=1, le=MAX_EPISODES)
     """The default of every threshold's ``min_episodes``."""
 

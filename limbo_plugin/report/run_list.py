@@ -4,9 +4,10 @@ A run is a records file: the live ``episodes.jsonl``, each earlier run in ``hist
 shard's or another ``--limbo-records`` file. For each the page shows its agents, experiment,
 when it was last written, how many episodes, the headline duplicate rate (over fired faulted
 episodes, with its interval, per configuration) and a gate's verdict, and whether a run is
-writing it now. The records are read with the summary's reader (:func:`scan_outcomes`, which
-skips a torn last line: a file being appended to is read as far as it is whole) and summarised
-as the end-of-run summary does; a file is re-read only when its size or time changed.
+writing it now. The records are read with the store's reader
+(:func:`~limbo_plugin.store.read.scan_views`, which skips a torn last line: a file being
+appended to is read as far as it is whole) and summarised as the end-of-run summary does; a
+file is re-read only when its size or time changed.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 from limbo_plugin.errors import LimboError
 from limbo_plugin.records import RUN_DEFAULTS, RUN_FIELDS
 from limbo_plugin.report.aggregate import ALL_FAULTED, Summary, summarize
-from limbo_plugin.report.custody import foreign_file_problem, lock_path
-from limbo_plugin.report.outcomes import Outcome, scan_outcomes
+from limbo_plugin.store.custody import foreign_file_problem, lock_path
+from limbo_plugin.store.read import scan_views
+from limbo_plugin.store.view import EpisodeView
 
 if TYPE_CHECKING:
     from limbo_plugin.report.gate import GateSpec
@@ -193,11 +195,11 @@ def describe_run(path: Path, root: Path, family_order: Sequence[str],
     entry = RunEntry(path=path.relative_to(root).as_posix(), writing=writing,
                      written=datetime.fromtimestamp(path.stat().st_mtime, tz=UTC))
     try:
-        scan = scan_outcomes(path)
+        scan = scan_views(path)
     except (LimboError, OSError) as exc:
         entry.problem = str(exc)
         return entry
-    records: list[Outcome] = scan.records
+    records: list[EpisodeView] = scan.records
     entry.torn_tail = scan.torn_at is not None
     entry.episodes = len(records)
     entry.errors = sum(1 for r in records if r.error is not None)

@@ -72,17 +72,24 @@ class ReadBack(StrictModel):
     """
 
     tool: str
+    """The read tool that shows the write."""
     args: dict[str, Any] = Field(default_factory=dict)
+    """Its arguments, templated over the write's (``"{customer_id}"``)."""
     items: str | None = Field(default=None, min_length=1)
+    """The key of the list in the read's result."""
     match: dict[str, Any] | str = Field(default_factory=dict)
+    """The fields a listed item must have, templated over the write's arguments."""
     per_item: str | None = None
+    """For a batch write: the list argument whose elements are read back one by one."""
 
 
 class Compensation(StrictModel):
     """The write that undoes an effect, with its arguments templated over the effect."""
 
     tool: str
+    """The write that undoes the effect."""
     args: dict[str, Any]
+    """Its arguments, templated over the effect."""
 
 
 class ToolContract(StrictModel):
@@ -93,18 +100,32 @@ class ToolContract(StrictModel):
     """
 
     read_only_hint: bool
+    """The tool only reads."""
     idempotent_hint: bool
+    """Repeating the call with the same arguments changes nothing more."""
     destructive_hint: bool = False
+    """The tool deletes or overwrites."""
     idempotency: Idempotency
+    """``read_only``, ``non_idempotent``, ``key_optional`` (a key makes a repeat harmless),
+    ``naturally_idempotent`` or ``idempotent``."""
     intent_fields: list[str] = Field(default_factory=list)
+    """The arguments that make two calls the same write (a re-issue)."""
     key_param: str | None = None
+    """The argument that carries an idempotency key, where the tool accepts one natively."""
     read_back: ReadBack | None = None
+    """How to check whether a write took effect."""
     visibility_lag_s: int = Field(default=0, ge=0, le=MAX_SIM_SECONDS)
+    """Simulated seconds before a commit shows in the read-back (eventual consistency)."""
     compensation: Compensation | None = None
+    """How an effect is undone."""
     irreversible: bool = False
+    """An effect that cannot be undone (an email sent)."""
     batch_field: str | None = None
+    """For a batch write: the list argument whose rows commit one by one."""
     record_noun: str = Field(default="record", min_length=1)
+    """What the tool's description calls one of its records (``charge``, ``ticket``)."""
     target_arg: str | None = None
+    """The argument naming an existing record the write changes (for collateral damage)."""
 
     @property
     def verification(self) -> Verification:
@@ -131,11 +152,17 @@ class ToolSpecModel(StrictModel):
     """One tool as declared in ``specs/services/<service>.yaml``."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """The tool's name, as the agent sees it."""
     description: str
+    """What the agent is told the tool does."""
     consistency: str | None = None
+    """What the documentation says about the read path's lag."""
     parameters: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The JSON-schema properties of its arguments."""
     required: list[str] = Field(default_factory=list)
+    """The arguments it requires."""
     contract: ToolContract
+    """Its retry contract: never shown to the agent."""
 
     @model_validator(mode="after")
     def _required_declared(self) -> ToolSpecModel:
@@ -155,19 +182,28 @@ class ToolSpecModel(StrictModel):
 
 class ServiceSpec(StrictModel):
     service: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """The service's name (a Python ``Service`` class handles its tools)."""
     description: str = ""
+    """What the service is."""
     tools: list[ToolSpecModel]
+    """Its tools."""
 
 
 class ContractVariant(StrictModel):
     """What a contract variant changes relative to the native contract (SPEC §2.2)."""
 
     name: str
+    """The variant's name, what ``--contract`` takes."""
     description: str
+    """What the variant changes."""
     keys_on_non_idempotent_writes: bool = False
+    """Every non-idempotent write accepts an idempotency key."""
     key_param: str = "idempotency_key"
+    """The name of the key argument the variant adds."""
     key_schema: dict[str, Any] = Field(default_factory=dict)
+    """The key argument's JSON schema (default: a string)."""
     key_sentence: str = ""
+    """The sentence added to a keyed tool's description."""
 
     @field_validator("name")
     @classmethod
@@ -182,9 +218,13 @@ class DocumentationVariant(StrictModel):
     """How agent-facing descriptions are rendered (SPEC §2.3)."""
 
     name: str
+    """The variant's name, what ``--docs`` takes."""
     description: str
+    """What the variant changes."""
     consistency_sentences: bool = True
+    """Whether descriptions say how long a write takes to show in its read-back."""
     non_idempotent_warning: str | None = None
+    """A sentence added to every non-idempotent write (``{record}``, ``{key}``)."""
     keyed_warning: str | None = None
     """What replaces ``non_idempotent_warning`` on a write that accepts an idempotency key, so
     the warning never contradicts the key sentence before it (``{record}``, ``{key}``)."""
@@ -220,6 +260,7 @@ class DocumentationVariant(StrictModel):
 
 class DocumentationSpec(StrictModel):
     variants: list[DocumentationVariant]
+    """The documentation variants."""
 
 
 HiddenOutcome = Literal["absent", "committed", "late", "partial", "duplicated", "none"]
@@ -264,22 +305,42 @@ class FaultModeSpec(StrictModel):
     """One fault mode of SPEC §3: what the service does and what the agent sees."""
 
     name: str
+    """The mode's name, the last part of an episode id (``limbo list modes``)."""
     group: Literal["T", "E", "S", "-"]
+    """Its observation-equivalence group: ``T`` (timeouts), ``E`` (errors), ``S`` (success),
+    ``-``."""
     family: str
+    """Its fault family: the family table's row and a pytest marker."""
     hidden_outcome: HiddenOutcome
+    """What really happened to the request: ``absent``, ``committed``, ``late``, ``partial``,
+    ``duplicated`` or ``none``."""
     execute: Execute
+    """How the service executes the faulted request (``never``, ``now``, ``late``, …)."""
     response: dict[str, Any] | None = None
+    """The answer the agent gets."""
     response_kind: Literal["error", "success", "drifted"] = "error"
+    """``error``, ``success`` or ``drifted`` (a success in another shape)."""
     cost_s: float = Field(default=1.0, ge=0, le=MAX_SIM_SECONDS)
+    """Simulated seconds the faulted call takes."""
     late_delay: Literal["fixed", "log_uniform"] | None = None
+    """For a late commit: ``fixed`` or ``log_uniform``."""
     late_delay_s: float | None = Field(default=None, gt=0, le=MAX_SIM_SECONDS)
+    """A fixed late commit's delay after the request, in simulated seconds."""
     late_delay_range_s: tuple[Seconds, Seconds] | None = None
+    """A log-uniform delay's ``[low, high]``, drawn per world."""
     redelivery_after_s: float | None = Field(default=None, ge=0, le=MAX_SIM_SECONDS)
+    """When the transport delivers the request again."""
     outage_window_s: float | None = Field(default=None, gt=0, le=MAX_SIM_SECONDS)
+    """How long the service stays down, for every call."""
     batch_only: bool = False
+    """The mode applies to batch writes only."""
     drifted_api_version: str | None = None
+    """The API version a drifted answer names."""
     exactly_once_needs_key: bool = False
+    """No client can be exactly-once here without a key the service honours: on a keyless
+    non-idempotent write the episode is an expected failure."""
     description: str = ""
+    """What happens, as ``limbo list modes`` shows it."""
 
     @model_validator(mode="after")
     def _fields_its_execution_reads(self) -> FaultModeSpec:
@@ -347,8 +408,11 @@ class FaultFamilySpec(StrictModel):
                               allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """The family's name: a report row and a pytest marker."""
     fault_class: FaultClass | Literal["none"] = Field(alias="class")
+    """As ``class``: ``resolvable``, ``unresolvable`` or ``none``."""
     description: str
+    """What happened to the request."""
 
     @field_validator("name")
     @classmethod
@@ -360,8 +424,11 @@ class FaultCatalogSpec(StrictModel):
     """``specs/faults/modes.yaml``: the fault classes, the families in display order, the modes."""
 
     classes: dict[FaultClass, str]
+    """What each fault class means."""
     families: list[FaultFamilySpec] = Field(min_length=1)
+    """The fault families, in the family table's order."""
     modes: list[FaultModeSpec]
+    """The fault modes."""
 
 
 class PoolsSpec(RootModel[dict[str, list[Any]]]):

@@ -1,4 +1,4 @@
-"""The README's "your own agent" examples, run verbatim through the plugin: a Python agent
+"""The documentation's "your own agent" examples, run verbatim through the plugin: a Python agent
 (``python:``) and an MCP agent CLI declared in YAML (``harness:command:``), each with a scripted
 policy playing the model. Each must grade exactly as the policy does."""
 
@@ -16,14 +16,19 @@ from limbo_plugin.testing.openai_server import OpenAIServer
 
 REGISTRY = SpecRegistry.load(Path(__file__).resolve().parents[2] / "specs")
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+GUIDE = DOCS / "how-to" / "own-agent.md"
+"""The guide holds every example; another page that shows one (the tutorial) shows it as is."""
 SELECT = ["--experiment", "small", "-k", "lost_ack"]
 
 
+EXAMPLE = re.compile(r"<!-- example: (\S+) -->\n```[a-z]*\n(.*?)```", re.DOTALL)
+"""``<!-- example: PATH -->`` followed by a fenced block."""
+
+
 def readme_examples() -> dict[str, str]:
-    """``<!-- example: PATH -->`` followed by a fenced block: PATH → its text."""
-    pattern = re.compile(r"<!-- example: (\S+) -->\n```[a-z]*\n(.*?)```", re.DOTALL)
-    return dict(pattern.findall(README.read_text(encoding="utf-8")))
+    """The guide's examples: PATH → its text."""
+    return dict(EXAMPLE.findall(GUIDE.read_text(encoding="utf-8")))
 
 
 def _write(project: pytest.Pytester, *names: str) -> None:
@@ -34,9 +39,14 @@ def _write(project: pytest.Pytester, *names: str) -> None:
         target.write_text(examples[name])
 
 
-def test_the_readme_has_both_examples() -> None:
-    assert set(readme_examples()) == {"my_agent.py", "specs/harnesses/my-agent.yaml",
-                                      "specs/harnesses/my_mcp_agent.py"}
+def test_the_guide_has_both_examples_and_other_pages_show_them_as_they_are() -> None:
+    examples = readme_examples()
+    assert set(examples) == {"my_agent.py", "specs/harnesses/my-agent.yaml",
+                             "specs/harnesses/my_mcp_agent.py"}
+    shown = [(path, name, text) for path in sorted(DOCS.rglob("*.md")) if path != GUIDE
+             for name, text in EXAMPLE.findall(path.read_text(encoding="utf-8"))]
+    assert any(path.name == "tutorial.md" for path, _, _ in shown)
+    assert [(path.name, name) for path, name, text in shown if examples.get(name) != text] == []
 
 
 @pytest.mark.slow

@@ -142,3 +142,54 @@ def test_a_limbo_option_that_collects_nothing_says_why(pytester: pytest.Pytester
     assert hints[0].startswith("limbo: --experiment given but no Limbo episode was collected: "
                                + why)
     assert "pytest --experiment smoke" in hints[0]
+
+
+@pytest.fixture
+def below_a_project(tmp_path: Path) -> Path:
+    """A Limbo project (its own specs, whose ``default`` experiment has two episodes; an ini
+    whose ``testpaths`` point at them) and a subdirectory of it, ``notes/``, to run pytest in."""
+    project = tmp_path / "study"
+    shutil.copytree(SPECS, project / "specs")
+    for experiment in (project / "specs" / "experiments").glob("*.yaml"):
+        experiment.unlink()
+    (project / "specs" / "experiments" / "default.yaml").write_text(TWO)
+    (project / "pytest.ini").write_text("[pytest]\ntestpaths = specs\n"
+                                        "addopts = -p no:cacheprovider\n")
+    (project / "notes").mkdir()
+    return project / "notes"
+
+
+@pytest.mark.parametrize("args", [[], ["--experiment", "default"], ["-k", "timeout_late"]],
+                         ids=["bare", "limbo option", "-k"])
+def test_a_run_below_the_rootdir_names_the_rootdir(below_a_project: Path,
+                                                   args: list[str]) -> None:
+    """pytest collects the subdirectory (testpaths apply only at the rootdir): exit 5, and one
+    line naming the rootdir and the same command there, not "collected 0 items" alone nor the
+    command that just failed."""
+    project = below_a_project.parent
+    result = _pytest_in(below_a_project, *args)
+    assert result.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, result.stdout
+    hints = [line for line in result.stdout.splitlines() if line.startswith("limbo: ")]
+    given = ["-p", "no:randomly", "-p", "no:benchmark", *args]  # as _pytest_in runs it
+    command = " ".join(["pytest", *given])
+    assert hints == [
+        "limbo: no Limbo episode was collected: pytest collects the directory it runs in "
+        f"({below_a_project}), and this Limbo project's rootdir is {project}; run "
+        f"`cd {project} && {command}`, or name its specs from here: "
+        f"`{' '.join(['pytest', '../specs', *given])}`"]
+    assert not (below_a_project / "reports").exists()
+    # Both suggestions run the episodes.
+    there = _pytest_in(project, *args, "--tb=no", "-q")
+    here = _pytest_in(below_a_project, "../specs", *args, "--tb=no", "-q")
+    expected = "1 failed" if args == ["-k", "timeout_late"] else "1 failed, 1 passed"
+    assert expected in there.stdout and expected in here.stdout, (there.stdout, here.stdout)
+
+
+def test_a_run_below_another_projects_rootdir_is_untouched(tmp_path: Path) -> None:
+    """No Limbo specs at the rootdir: an empty subdirectory's run is pytest's own."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    (tmp_path / "test_mine.py").write_text(UNRELATED)
+    (tmp_path / "notes").mkdir()
+    result = _pytest_in(tmp_path / "notes")
+    assert result.returncode == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "limbo" not in result.stdout.lower().replace("limbo-bench", "")

@@ -319,8 +319,9 @@ SUITE = [
 ]
 """The parts of the project's own suite that read the specs and registries every recipe
 extends: counts, names, catalogs, the validity sweep, the tables, the MCP tool list."""
-STATED_IN_THE_README = "tests/test_study_designs.py::test_the_readme_states_each_experiments_size"
-"""The README states the sizes of the shipped study; a template of one's own changes them."""
+STATED_IN_THE_DOCS = "tests/test_study_designs.py::test_the_docs_state_each_experiments_size"
+"""The documentation states the sizes of the shipped study; a template of one's own changes
+them."""
 
 
 @pytest.mark.slow
@@ -331,7 +332,8 @@ def test_the_projects_own_suite_stays_green_after_every_recipe(toy: pytest.Pytes
                     ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("conftest.py", "pytest.ini", "README.md", "ARCHITECTURE.md"):
         shutil.copy(ROOT / name, toy.path / name)
-    result = toy.runpytest_subprocess(*SUITE, "--deselect", STATED_IN_THE_README,
+    shutil.copytree(ROOT / "docs", toy.path / "docs")
+    result = toy.runpytest_subprocess(*SUITE, "--deselect", STATED_IN_THE_DOCS,
                                       "-p", "no:randomly", "-q")
     assert result.ret == pytest.ExitCode.OK, "\n".join(result.outlines[-30:])
     assert any(" passed" in line for line in result.outlines[-3:])

@@ -120,14 +120,14 @@ def test_proxy_injected_duplicates_vanish_where_keys_or_read_backs_exist(
         assert record.duplicates == 0
 
 
-def test_the_readme_codex_entry_makes_the_guard_required() -> None:
+def test_the_guides_codex_entry_makes_the_guard_required() -> None:
     """Without ``required = true`` ``codex exec`` may start before the guard has listed its tools
-    and be offered none: the README's snippet must carry it, and parse as TOML."""
+    and be offered none: the MCP server guide's snippet must carry it, and parse as TOML."""
     import re
     import tomllib
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### `limbo guard`", 1)[1].split("\n### ", 1)[0]
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "how-to" / "mcp-server.md")
+    section = guide.read_text(encoding="utf-8").split("## `limbo guard`", 1)[1]
     snippet = re.search(r"```toml\n(.*?)```", section, re.DOTALL)
     assert snippet is not None
     entry = tomllib.loads(snippet.group(1))["mcp_servers"]["memory"]

@@ -21,11 +21,11 @@ import pytest
 from reportkit import BuiltReport
 
 from limbo_plugin.records import EpisodeRecord
-from limbo_plugin.report.custody import RecordsLock, lock_path
 from limbo_plugin.report.gate import load_gate
-from limbo_plugin.report.record_files import RecordWriter
 from limbo_plugin.report.run_list import RunList, find_runs, is_being_written
 from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.store.custody import RecordsLock, lock_path
+from limbo_plugin.store.files import RecordWriter
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 GATE = SPECS / "gates" / "release.yaml"
