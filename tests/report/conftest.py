@@ -45,10 +45,13 @@ def browser(tmp_path: Path) -> Browser:
     return Browser(executable, tmp_path / "chromium-profile")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright_chromium() -> Iterator[Any]:
     """Debian's chromium driven by Playwright (over the DevTools protocol): viewports of a
-    given size, navigation, scrolling and geometry, one browser for the session."""
+    given size, navigation, scrolling and geometry, one browser per test module. Not one per
+    session: Playwright's sync API keeps an event loop running in the thread while it is open,
+    and a later test of another module in the same worker (``asyncio.run``, ``anyio.run``)
+    would then fail with "Cannot run the event loop while another loop is running"."""
     executable = find_chromium()
     if executable is None:
         pytest.skip("no chromium on this machine (apt-get install -y chromium; .ci/run "
