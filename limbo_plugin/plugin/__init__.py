@@ -52,6 +52,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from limbo_plugin.plugin.leftover_threads import SESSIONS
+
+    SESSIONS[0] += 1
     try:
         check_rootdir(config)
         limbo = start(config)
@@ -77,9 +80,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from limbo_plugin.plugin.worker_watch import watch_workers
 
     config.pluginmanager.register(ScrubbedReports(), "limbo-scrub-reports")
-    from limbo_plugin.plugin.leftover_threads import LeftoverThreads
+    from limbo_plugin.plugin.leftover_threads import LeftoverThreads, outermost
 
-    config.pluginmanager.register(LeftoverThreads(), "limbo-leftover-threads")
+    config.pluginmanager.register(LeftoverThreads(owner=outermost(config)),
+                                  "limbo-leftover-threads")
     watch_workers(config, limbo.settings.records_path, limbo.settings.episode_timeout)
     run = limbo.run
     if not limbo.settings.is_worker:
@@ -136,6 +140,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from limbo_plugin.plugin.leftover_threads import SESSIONS
+
+    try:
+        _close_run(config)
+    finally:
+        SESSIONS[0] -= 1
+
+
+def _close_run(config: pytest.Config) -> None:
     limbo = config.stash.get(STATE, None)
     if limbo is None:
         return

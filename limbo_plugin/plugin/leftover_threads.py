@@ -36,11 +36,24 @@ def wait_for(threads: list[threading.Thread], grace_s: float) -> list[threading.
     return [t for t in threads if t.is_alive()]
 
 
+SESSIONS = [0]
+"""How many pytest configurations of this process are open: only the outermost one may end the
+process (a run inside another, as pytester's in-process runs are, must leave its host alone)."""
+
+
+def outermost(config: pytest.Config) -> bool:
+    """Whether this run owns its process: the only open configuration, and not an xdist worker
+    (whose process the controller ends)."""
+    return SESSIONS[0] == 1 and not hasattr(config, "workerinput")
+
+
 class LeftoverThreads:
     """The plugin: remembers the run's exit status, and ends a process threads would keep."""
 
-    def __init__(self, grace_s: float = GRACE_S) -> None:
+    def __init__(self, grace_s: float = GRACE_S, *, owner: bool = True) -> None:
         self.grace_s = grace_s
+        self.owner = owner
+        """Whether this run owns its process (:func:`outermost`, when it was configured)."""
         self.status = 0
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -48,6 +61,8 @@ class LeftoverThreads:
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if not self.owner:
+            return
         threads = blocking_threads()
         if not threads:
             return

@@ -16,7 +16,7 @@ import json
 import logging
 from typing import Any, Protocol
 
-from limbo_plugin.server.deep_lines import READ_BODY_BYTES, bearer_given
+from limbo_plugin.server.deep_lines import bearer_given, read_body, replayed
 
 CUT_ANSWER = b'{"jsonrpc": "2.0", "id": '
 """What a dropped connection sends of its answer before it closes: the start of a JSON-RPC
@@ -51,13 +51,10 @@ class HttpFaults:
                 or not bearer_given(scope, self.bearer)):
             await self.app(scope, receive, send)
             return
-        body, more = b"", True
-        while more and len(body) <= READ_BODY_BYTES:
-            message = await receive()
-            if message["type"] != "http.request":  # the client left: nothing to answer
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        read = await read_body(receive)
+        if read is None:  # the client left: nothing to answer
+            return
+        body, more = read
         call = None if more else _tool_call(body)
         action = None if call is None else await self.proxy.over_http(*call)
         if action == "500":
@@ -69,7 +66,7 @@ class HttpFaults:
             await send({"type": "http.response.body", "body": CUT_ANSWER, "more_body": True})
             # returning now leaves the answer unfinished: uvicorn closes the connection
         else:
-            await self.app(scope, _replay(body, more, receive), send)
+            await self.app(scope, replayed(body, more, receive), send)
 
 
 def _tool_call(body: bytes) -> tuple[str, dict[str, Any]] | None:
@@ -95,16 +92,3 @@ async def _answer(send: Any, status: int, body: bytes) -> None:
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
-
-def _replay(body: bytes, more: bool, receive: Any) -> Any:
-    """``receive`` with the body already read given back first."""
-    replayed = False
-
-    async def replay() -> Any:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
-        return {"type": "http.request", "body": body, "more_body": more}
-
-    return replay

@@ -215,29 +215,44 @@ class ReadableBodies:
                 or not self._authorized(scope)):
             await self.app(scope, receive, send)
             return
-        body, more = b"", True
-        while more and len(body) <= READ_BODY_BYTES:
-            message = await receive()
-            if message["type"] != "http.request":  # the client left: nothing to answer
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        read = await read_body(receive)
+        if read is None:  # the client left: nothing to answer
+            return
+        body, more = read
         readable = body if more else _readable_body(body, self.empty)  # more: longer than said
         if readable is not body:
             headers = [(name, value) for name, value in scope["headers"]
                        if name.lower() != b"content-length"]
             scope = {**scope, "headers": [*headers,
                                           (b"content-length", str(len(readable)).encode())]}
-        replayed = False
+        await self.app(scope, replayed(readable, more, receive), send)
 
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": readable, "more_body": more}
 
-        await self.app(scope, replay, send)
+async def read_body(receive: Any) -> tuple[bytes, bool] | None:
+    """An ASGI request's body, up to just past :data:`READ_BODY_BYTES`, and whether more of it
+    is left unread; None when the client left before sending it."""
+    body, more = b"", True
+    while more and len(body) <= READ_BODY_BYTES:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    return body, more
+
+
+def replayed(body: bytes, more: bool, receive: Any) -> Any:
+    """``receive`` giving back first the body already read (then the rest, if any)."""
+    done = False
+
+    async def replay() -> Any:
+        nonlocal done
+        if done:
+            return await receive()
+        done = True
+        return {"type": "http.request", "body": body, "more_body": more}
+
+    return replay
 
 
 def _content_length(scope: Any) -> int | None:

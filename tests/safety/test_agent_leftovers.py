@@ -100,3 +100,33 @@ def test_a_thread_an_agent_leaves_does_not_keep_the_run_alive(project: pytest.Py
     assert "agent-poller" in done.stderr
     records = (project.path / "reports" / "episodes.jsonl").read_text().splitlines()
     assert len(records) == 1
+
+
+STOPPABLE_THREAD_AGENT = f"""\
+import threading
+
+STOP = threading.Event()
+
+
+class Lingers:
+    name = "lingers"
+
+    def run(self, session):
+        threading.Thread(target=STOP.wait, name="agent-poller").start()
+        {FINISH}
+"""
+
+
+def test_a_run_inside_another_leaves_its_host_process_alone(project: pytest.Pytester) -> None:
+    """A run inside another process's session (pytester's in-process runs, a notebook) does not
+    end that process over a thread its agent left: only the run that owns its process does."""
+    (project.path / "stoppable_agent.py").write_text(STOPPABLE_THREAD_AGENT)
+    project.syspathinsert()
+    try:
+        result = project.runpytest("--experiment", "small", "-k", "incident_open and lost_ack",
+                                   "--agent", "python:stoppable_agent:Lingers")
+        result.assert_outcomes(failed=1)  # and this process is still here to see it
+    finally:
+        agent_module = sys.modules.get("stoppable_agent")
+        if agent_module is not None:
+            agent_module.STOP.set()  # type: ignore[attr-defined]
