@@ -219,9 +219,32 @@ class LimboController:
         self.checked_agents = False
         self._terminal_stats: dict[str, list[Any]] | None = None
         self.session: pytest.Session | None = None
+        self.started: dict[str, None] = {}
+        """Episodes that started, in order (node ids); each leaves a record, or is skipped."""
+        self.accounted: set[str] = set()
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if _in_experiments(nodeid):
+            self.started[nodeid] = None
+
+    def unrecorded_notice(self) -> str | None:
+        """One line naming the episodes that started but left no record (an agent that ended
+        its process, raised something no episode catches, or a worker that died): they are
+        not in the rates, and --limbo-resume runs them again."""
+        missing = [nodeid for nodeid in self.started if nodeid not in self.accounted]
+        if not missing:
+            return None
+        shown = ", ".join(nodeid.rpartition("::")[2] for nodeid in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        return (f"{len(missing)} episode(s) started but left no record ({shown}{more}): they "
+                "are not in the rates; --limbo-resume runs them again")
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None]:
+        if report.skipped:  # not run (resume, --limbo-sample, a skip mark): no record expected
+            self.accounted.add(report.nodeid)
+        if getattr(report, RECORD_ATTRIBUTE, None) is not None:
+            self.accounted.add(report.nodeid)
         self.take_record(report)
         yield
         self.forget_empty_phase(report)
@@ -414,6 +437,9 @@ class LimboController:
         try:
             return (yield)
         finally:
+            notice = self.unrecorded_notice()
+            if notice is not None:
+                self.run.late_notices.append(notice)
             print_summary(terminalreporter, self.limbo)
             hint_if_keyword_selects_nothing(terminalreporter, self.limbo)
             hint_if_nothing_collected(terminalreporter, self.limbo, exitstatus)
