@@ -75,6 +75,7 @@ def check_before_run(config: pytest.Config, limbo: Limbo) -> None:
         if done.duplicate_notice:
             run.notices.append(done.duplicate_notice)
         check_resumed_configuration(limbo)
+        check_fingerprint(limbo)
         repaired = repair_torn_tail(settings.records_path)
         if repaired:
             run.notices.append(repaired)
@@ -84,6 +85,22 @@ def check_before_run(config: pytest.Config, limbo: Limbo) -> None:
             run.rotated_to = moved
             run.notices.append(f"the previous records {shown_path(settings.records_path)} were "
                                  f"moved to {shown_path(moved)}")
+        check_fingerprint(limbo)
+
+
+def check_fingerprint(limbo: Limbo) -> None:
+    """A resume continues the file only with the specs and model options its episodes were made
+    with (:mod:`limbo_plugin.store.fingerprint`); a fresh file gets theirs."""
+    from limbo_plugin.store.fingerprint import check_or_write, run_fingerprint
+
+    settings = limbo.settings
+    current = run_fingerprint(settings.specs_dir, settings.model_options)
+    changed = check_or_write(settings.records_path, current, resume=settings.resume)
+    if changed:
+        raise UsageError(f"--limbo-resume: {shown_path(settings.records_path)} was recorded with "
+                         f"other specs or options ({changed}); resume with the ones it was "
+                         "started with, or run without --limbo-resume to start a new file (the "
+                         "old one moves to history/)")
 
 
 def take_custody(limbo: Limbo) -> None:

@@ -200,7 +200,17 @@ def rotate(path: str | Path) -> Path | None:
         n += 1
         target = directory / f"{path.stem}.{stamp}_{n}{path.suffix}"  # sorts after the first
     os.replace(path, target)
+    _move_fingerprint(path, target)
     return target
+
+
+def _move_fingerprint(source: Path, target: Path) -> None:
+    """A records file's fingerprint goes where the file goes (:mod:`.fingerprint`)."""
+    from limbo_plugin.store.fingerprint import fingerprint_path
+
+    beside = fingerprint_path(source)
+    if beside.is_file() and not beside.is_symlink():
+        os.replace(beside, fingerprint_path(target))
 
 
 def unrotate(path: str | Path, moved: Path) -> bool:
@@ -211,6 +221,7 @@ def unrotate(path: str | Path, moved: Path) -> bool:
     if path.exists() or path.is_symlink() or not moved.is_file():
         return False
     os.replace(moved, path)
+    _move_fingerprint(moved, path)
     return True
 
 
