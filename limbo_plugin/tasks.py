@@ -9,6 +9,7 @@ contract faces the same task.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -86,6 +87,15 @@ class ParamSpec(StrictModel):
             raise ValueError(f"int is [low, high] with low <= high, got {self.int_range}")
         if self.map is not None and self.to is None:
             raise ValueError("'map' needs 'to'")
+        for name in ("choice", "sample"):
+            values = getattr(self, name)
+            if isinstance(values, list):
+                texts = [json.dumps(v, sort_keys=True, default=str) for v in values]
+                twice = next((v for v, t in zip(values, texts, strict=True)
+                              if texts.count(t) > 1), None)
+                if twice is not None:
+                    raise ValueError(f"{name} lists {twice!r} twice (it would be drawn twice "
+                                     "as often)")
         return self
 
 
@@ -305,6 +315,9 @@ class TaskTemplate:
                     effect = RequiredEffect(id=rid, tools=tuple(known(t) for t in names),
                                             where=render(req.where, ctx), count=req.count)
                     _check_where(effect, catalog)
+                    if any(e.id == rid for e in required):
+                        raise TemplateError(f"required effect {rid!r} is declared twice; each "
+                                            "names one effect the grader counts")
                     required.append(effect)
         focal_writes: list[FocalWrite] = []
         for i, focal in enumerate(spec.focal_writes):
@@ -314,6 +327,7 @@ class TaskTemplate:
                     focal_writes.append(FocalWrite(id=fid,
                                                    tool=known(render(focal.tool, ctx), write=True),
                                                    where=render(focal.where, ctx), n=focal.n))
+                    _check_focal_names_its_effect(focal_writes[-1], required)
         plan: list[PlanStep] = []
         results: dict[str, Any] = {}  # what the steps so far return, as stand-ins
         for i, step in enumerate(spec.plan):
@@ -334,6 +348,7 @@ class TaskTemplate:
             raise self.doc.error(("focal_writes",), f"duplicate focal write ids: {ids}")
         with self._at(("records",), instance):
             _check_seeds(catalog, spec.services, seed, records)
+            _check_seed_ids(records)
         params.pop("pools")
         task = TaskInstance(
             template=spec.name, instance=instance, base_seed=seed, services=list(spec.services),
@@ -371,6 +386,12 @@ class TaskTemplate:
             if not isinstance(tool, str):
                 continue  # a tool named by an earlier result: known only while running
             definition = catalog.get(tool)
+            absent = [name for name in definition.input_schema.get("required", [])
+                      if name not in step.args]
+            if absent:  # not given at all: no earlier result can fill it
+                raise self.doc.error(("plan", index, "args"),
+                                     f"{tool} would refuse the call: it requires {absent[0]!r}, "
+                                     f"which the step does not give (instance {instance})")
             concrete = {k: v for k, v in args.items() if "steps." not in repr(step.args[k])}
             accepts = _accepts_without_required(definition.input_schema)
             if accepts is not None and accepts(concrete):
@@ -447,10 +468,60 @@ class _StepResult(dict[str, Any]):
         return 0.0
 
 
+def _check_focal_names_its_effect(focal: FocalWrite, required: list[RequiredEffect]) -> None:
+    """A focal write named like a required effect is that effect's write: its tool must be one
+    the effect counts, or the fault hits a write the grader does not look at."""
+    for effect in required:
+        if effect.id == focal.id and focal.tool not in effect.tools:
+            raise TemplateError(f"focal write {focal.id!r} has the name of the required effect "
+                                f"{effect.id!r}, whose tool is {' or '.join(effect.tools)}, not "
+                                f"{focal.tool}; name the tool the effect counts, or give the "
+                                "focal write a name of its own")
+
+
+def _check_seed_ids(records: Any) -> None:
+    """Two seed rows of one collection with one ``id``: the second would replace the first, or
+    a read would find two records where the task says one."""
+    if not isinstance(records, dict):
+        return
+    for service, collections in records.items():
+        if not isinstance(collections, dict):
+            continue
+        for collection, rows in collections.items():
+            seen: set[Any] = set()
+            for row in rows if isinstance(rows, list) else []:
+                key = row.get("id") if isinstance(row, dict) else None
+                if key is not None and key in seen:
+                    raise TemplateError(f"{service}.{collection} has two seed records with id "
+                                        f"{key!r}")
+                seen.add(key)
+
+
+def _check_where_values(effect: RequiredEffect, definition: Any) -> None:
+    """A ``where`` value is the argument's value, or ``{contains: text}`` for a part of a text:
+    an object given for an argument that is no object (``{startswith: …}``), or an empty
+    ``contains``, matches nothing, or everything."""
+    properties = definition.input_schema.get("properties", {})
+    for key, value in effect.where.items():
+        if not isinstance(value, dict):
+            continue
+        if set(value) == {"contains"}:
+            if not str(value["contains"]).strip():
+                raise TemplateError(f"where {key}: contains '' matches every value; name the "
+                                    "text the argument must contain")
+            continue
+        schema = properties.get(str(key).split(".")[0], {})
+        if isinstance(schema, dict) and schema.get("type") not in (None, "object"):
+            raise TemplateError(f"where {key}: {value!r} is an object, but {key} is a "
+                                f"{schema.get('type')}; give its value, or {{contains: text}} "
+                                "(the only operator)")
+
+
 def _check_where(effect: RequiredEffect, catalog: Any) -> None:
     """A ``where`` key must name a parameter of every tool the effect names: the grader
     matches it against the effect's intent, so any other key would match nothing, ever."""
     for tool in effect.tools:
+        _check_where_values(effect, catalog.get(tool))
         definition = catalog.get(tool)
         fields = [*definition.contract.intent_fields,
                   *definition.input_schema.get("properties", {})]

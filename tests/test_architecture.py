@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "limbo_plugin"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("_version", "_rewriting", "_lazy", "errors", "extensions", "extras", "processes",
+              "agent_processes",
               "toolapi", "templating", "stats", "scrubbing", "bridge", "atomic_files")),
     ("spec vocabulary", ("spec.loader", "spec.models", "spec")),
     ("contracts", ("contracts", "readback")),

@@ -27,11 +27,24 @@ import webbrowser
 from collections.abc import Callable, Sequence
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, quote, urlsplit
 
-if TYPE_CHECKING:
-    from limbo_plugin.report.run_list import RunList
+
+class RunEntryLike(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+
+
+class RunList(Protocol):
+    """What the server reads of the run list (:class:`limbo_plugin.report.run_list.RunList`,
+    which the command passes in: the list is the reports' business, the serving this
+    module's)."""
+
+    root: Path
+
+    def entries(self) -> Sequence[RunEntryLike]: ...
+
+    def records_path(self, relative: str) -> Path | None: ...
 
 HOST = "127.0.0.1"
 TEMPLATES = Path(__file__).parent / "templates"
