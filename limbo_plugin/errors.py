@@ -40,3 +40,25 @@ class UsageError(LimboError):
 
 class EpisodeOver(LimboError):
     """Raised by an agent session's ``call`` once the episode has ended (finish or budget)."""
+
+
+def os_error_line(exc: OSError) -> str:
+    """An operating-system error as one line a user reads: the path and what went wrong
+    (``reports/history: File exists``), not Python's ``[Errno 17] File exists: '…'``."""
+    from limbo_plugin.scrubbing import scrub
+
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    names = [str(name) for name in (exc.filename, exc.filename2) if name is not None]
+    if not names:
+        return scrub(reason)
+    return scrub(f"{' -> '.join(_shown(name) for name in names)}: {reason}")
+
+
+def _shown(name: str) -> str:
+    import os
+
+    try:
+        relative = os.path.relpath(name)
+    except ValueError:  # another drive
+        return name
+    return name if relative.startswith("..") else relative

@@ -346,6 +346,11 @@ class TaskTemplate:
         ids = [f.id for f in focal_writes]
         if len(ids) != len(set(ids)):
             raise self.doc.error(("focal_writes",), f"duplicate focal write ids: {ids}")
+        for i, focal in enumerate(spec.focal_writes):
+            with self._at(("focal_writes", i, "n"), instance):
+                _check_reachable(focal.n, [f for f in focal_writes
+                                           if f.id == focal.id or f.id.startswith(
+                                               f"{focal.id}_")], plan, params)
         with self._at(("records",), instance):
             _check_seeds(catalog, spec.services, seed, records)
             _check_seed_ids(records)
@@ -477,6 +482,24 @@ def _check_focal_names_its_effect(focal: FocalWrite, required: list[RequiredEffe
                                 f"{effect.id!r}, whose tool is {' or '.join(effect.tools)}, not "
                                 f"{focal.tool}; name the tool the effect counts, or give the "
                                 "focal write a name of its own")
+
+
+def _check_reachable(n: int, focals: list[FocalWrite], plan: list[PlanStep],
+                     params: dict[str, Any]) -> None:
+    """A fault on the n-th call of a tool fires only if the task makes that many: past the
+    calls its plan makes, an agent doing the task never meets it, and its episodes pass as if
+    the fault had been survived."""
+    if n == 1:
+        return
+    for focal in focals:
+        calls = 0
+        for step in plan:
+            # a tool named by a template (an item's, an earlier result's) may be this one
+            if "{" in step.tool or step.tool == focal.tool:
+                calls += len(step.items) if step.items is not None else 1
+        if n > calls:
+            raise TemplateError(f"n: {n} faults call {n} of {focal.tool}, but the task's plan "
+                                f"makes {calls}: an agent doing the task never meets the fault")
 
 
 def _check_seed_ids(records: Any) -> None:

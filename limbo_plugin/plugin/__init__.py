@@ -26,7 +26,7 @@ from limbo_plugin._rewriting import skip_pytest_assertion_rewriting
 
 skip_pytest_assertion_rewriting()  # a script may import limbo_plugin before pytest.main marks it
 
-from limbo_plugin.errors import LimboError  # noqa: E402
+from limbo_plugin.errors import LimboError, os_error_line  # noqa: E402
 from limbo_plugin.plugin.controller import (  # noqa: E402
     LimboController,
     RunIdToWorkers,
@@ -66,9 +66,11 @@ def pytest_configure(config: pytest.Config) -> None:
             from limbo_plugin.store.read import read_views
 
             limbo.run.remember_done(read_views(limbo.settings.records_path), keep=False)
-    except (LimboError, OSError) as exc:
+    except LimboError as exc:
         # One line naming the option and what would be valid, before any episode runs.
         raise pytest.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise pytest.UsageError(os_error_line(exc)) from None
     config.stash[STATE] = limbo
     config.pluginmanager.register(SpecErrorPolicy(), "limbo-spec-errors")
     if limbo.settings.only_specs:

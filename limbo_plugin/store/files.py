@@ -69,10 +69,13 @@ class RecordWriter:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._file.fileno(), size)
+            lines = _whole_lines(self.path, size)
+            kept = f"the {lines} record(s) in it" if lines else "its whole records"
             raise RecordWriteError(
-                f"cannot write {shown_path(self.path)}: {exc.strerror or exc}; the "
-                f"{self.written} record(s) written so far are kept; make room and finish the "
-                "run with --limbo-resume") from None
+                f"cannot write {shown_path(self.path)}: {exc.strerror or exc}; "
+                f"{kept} are kept "
+                f"({self.written} of them from this run); make room and finish the run with "
+                "--limbo-resume") from None
         self.written += 1
         with self._lock:
             self._unsynced += 1
@@ -172,6 +175,23 @@ def repair_torn_tail(path: str | Path) -> str | None:
 HISTORY_DIR = "history"
 
 
+def _whole_lines(path: Path, size: int) -> str:
+    """How many whole lines the first ``size`` bytes of ``path`` hold, as the error says it
+    (``12``; empty if the file cannot be read back)."""
+    count, left = 0, size
+    try:
+        with path.open("rb") as handle:
+            while left > 0:
+                chunk = handle.read(min(1 << 20, left))
+                if not chunk:
+                    break
+                count += chunk.count(b"\n")
+                left -= len(chunk)
+    except OSError:
+        return ""
+    return str(count)
+
+
 def history_dir(path: str | Path) -> Path:
     """Where earlier runs' record files are kept: ``history/`` beside the records file."""
     return Path(path).parent / HISTORY_DIR
@@ -193,6 +213,9 @@ def rotate(path: str | Path) -> Path | None:
     require_own_file(path, "--limbo-records")
     stamp = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = history_dir(path)
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"{shown_path(directory)} is a file: Limbo keeps the earlier runs' "
+                              "records in a folder of that name; move the file away")
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{path.stem}.{stamp}{path.suffix}"
     n = 1

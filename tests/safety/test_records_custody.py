@@ -299,6 +299,8 @@ def test_a_full_disk_is_one_line_exit_3_and_resume_finishes(project: pytest.Pyte
     assert len(said) == 1 and "--limbo-resume" in said[0], output[-3000:]
     data = records.read_bytes()
     assert data.endswith(b"\n") and 0 < len(data.splitlines()) < 8
+    # what the file holds, not what this process wrote (under -n 2: the controller's count)
+    assert f"the {len(data.splitlines())} record(s) in it are kept" in said[0], said[0]
     for line in data.splitlines():
         json.loads(line)
     resumed = subprocess.run([*argv, "--limbo-resume"], cwd=project.path, capture_output=True,
