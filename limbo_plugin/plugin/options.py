@@ -245,7 +245,10 @@ OPTIONS: tuple[Option, ...] = (
            doc=(
                "A run killed by Ctrl-C, SIGTERM or even `kill -9` keeps every finished episode; "
                "resuming runs exactly the rest, and refuses a records file of another "
-               "configuration.")),
+               "configuration, or one whose episodes were made with other specs or model "
+               "options (`<records>.fingerprint.json`, kept beside the file, names what "
+               "changed). An episode that started and left no record is named at the end of "
+               "the run, and resuming runs it again.")),
 )
 """Every option of the plugin, in the order ``--help`` lists them."""
 
