@@ -57,7 +57,7 @@ def test_every_earlier_run_is_kept_in_history_and_the_move_is_announced(
     full = (reports / "episodes.jsonl").read_text()
     second = project.runpytest(*ONE_TEMPLATE)
     third = project.runpytest("--experiment", "small", "-k", "incident_open")
-    history = sorted((reports / "history").iterdir())
+    history = sorted((reports / "history").glob("*.jsonl"))  # beside each, its fingerprint
     assert len(history) == 2, "two earlier runs, both kept"
     assert history[0].read_text() == full, "the full run survives two small runs after it"
     assert len(records(history[1])) == 4
