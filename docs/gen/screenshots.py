@@ -30,7 +30,7 @@ SHOTS = {
                            "&a=scripted:verify_first&b=scripted:blind_retry", 1100),
 }
 """File → (the page, its URL's fragment, the window's height; all 1280 px wide). The explorer's
-pictures open a copy of the report without its overview, tables and figures, so the explorer is
+pictures open a copy of the report without its results and reference sections, so the explorer is
 in view without scrolling (as the report's own layout test does)."""
 
 
@@ -67,7 +67,7 @@ def build_report(work: Path) -> Path:
 
 def shoot(index: Path, browser: str, profile: Path) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    explorer = re.sub(r'<section id="(overview|tables|figures)">.*?</section>\s*', "",
+    explorer = re.sub(r'<section id="(results|more|reference)">.*?</section>\s*', "",
                       index.read_text(encoding="utf-8"), flags=re.S)
     (index.parent / "explorer.html").write_text(explorer, encoding="utf-8")
     for name, (page, fragment, height) in SHOTS.items():

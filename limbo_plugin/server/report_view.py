@@ -47,7 +47,8 @@ class RunList(Protocol):
     def records_path(self, relative: str) -> Path | None: ...
 
 HOST = "127.0.0.1"
-TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATES = Path(__file__).resolve().parents[1] / "report" / "templates"
+"""The report's templates, the run list's page among them (package data of ``report``)."""
 VIEW_DIR = ".view"
 """Where the run list builds each run's report, inside the listed folder (hidden: it holds no
 records of its own)."""

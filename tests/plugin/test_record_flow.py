@@ -85,6 +85,8 @@ _fsync = os.fsync
 def logged_fsync(fd):
     _fsync(fd)
     path = Path("reports/episodes.jsonl")
+    if not path.exists():  # another file's sync (the fingerprint written before the records)
+        return
     with open("fsync.log", "a") as log:
         log.write(f"{path.read_text().count(chr(10))}\\n")
 
