@@ -15,11 +15,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import os
 import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
 GRACE_S = 2.0
@@ -46,15 +48,27 @@ def children(pid: int) -> set[int]:
     return found
 
 
-def _subreaper(on: bool) -> bool:
-    """Make this process a child subreaper (or stop being one); whether the kernel agreed."""
+@functools.cache
+def _libc() -> Any:
+    """The C library, loaded once: ``find_library`` runs ``ldconfig`` each time it is asked,
+    which every episode of a ``python:`` agent would otherwise pay for twice."""
     name = ctypes.util.find_library("c")
     if name is None:
+        return None
+    try:
+        return ctypes.CDLL(name, use_errno=True)
+    except OSError:
+        return None
+
+
+def _subreaper(on: bool) -> bool:
+    """Make this process a child subreaper (or stop being one); whether the kernel agreed."""
+    libc = _libc()
+    if libc is None:
         return False
     try:
-        libc = ctypes.CDLL(name, use_errno=True)
         return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
-    except (OSError, AttributeError):
+    except AttributeError:  # no prctl: not Linux
         return False
 
 
