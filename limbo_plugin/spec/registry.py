@@ -35,6 +35,7 @@ from limbo_plugin.spec.models import (
 )
 from limbo_plugin.spec.schemas import schema_problem
 from limbo_plugin.templating import placeholder_roots
+from limbo_plugin.world.fates import fates
 from limbo_plugin.world.services import service_classes
 
 if TYPE_CHECKING:
@@ -217,6 +218,7 @@ class SpecRegistry:
         file = self.root / "faults" / "modes.yaml"
         doc = load_yaml(file)
         catalog = validate(doc, FaultCatalogSpec)
+        fates()  # the executors' fates, checked before the first episode as the executors are
         self.fault_classes = {str(name): text for name, text in catalog.classes.items()}
         for i, family in enumerate(catalog.families):
             if family.name in self.families or family.name in self.fault_classes:

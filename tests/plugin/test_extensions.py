@@ -271,3 +271,83 @@ def test_the_documented_extension_imports_only_the_public_module_and_runs(
              and r["fault_mode"] == "timeout_post" and r["agent"] == "scripted:verify_first"]
     assert [any(e["response"].get("note") == "noted" for e in r["trace"]) for r in noted] == \
         [True]
+
+
+QUEUED = '''\
+"""A way of executing a fault that leaves the request in a state of its own: queued."""
+
+from limbo_plugin.extend import Executor, Fate, Firing
+
+DELAY_S = 120.0
+
+
+def execute_queued(firing: Firing) -> None:
+    request, transport, now = firing.request, firing.transport, firing.now
+    request.fate, request.due_at = "queued", now + DELAY_S
+    firing.report.delay_s, firing.report.commit_at = DELAY_S, now + DELAY_S
+    firing.world.clock.schedule(now + DELAY_S, lambda: transport.commit_late(request),
+                                f"queued request {request.seq}")
+
+
+EXECUTORS = (Executor("queue", execute_queued),)
+FATES = (Fate("queued", pending=True, description="waiting in the service's queue"),)
+'''
+QUEUED_MODE = """
+  - name: timeout_queued
+    group: T
+    family: late_commit
+    hidden_outcome: late
+    execute: queue
+    cost_s: 30
+    response: {error: {type: timeout, message: request timed out after 30s}}
+    description: The request waits in the service's queue and executes 120 s after it was sent.
+"""
+ORACLE = """\
+name: queued
+templates: [incident_open]
+instances: [0]
+focal_writes: [ticket]
+modes: [timeout_queued]
+conditions: [outcome_oracle]
+agents: ["scripted:blind_retry"]
+"""
+
+
+def queued_project(project: pytest.Pytester, body: str = QUEUED) -> None:
+    install_beside(project.path / "site", "limbo_queue_ext", body)
+    with (project.path / "specs" / "faults" / "modes.yaml").open("a") as modes:
+        modes.write(QUEUED_MODE)
+    (project.path / "specs" / "experiments" / "queued.yaml").write_text(ORACLE)
+
+
+def test_a_fate_an_extension_declares_is_read_by_its_flags(project: pytest.Pytester) -> None:
+    """The outcome oracle waits for a request in a pending fate it has never heard of, as it
+    waits for Limbo's own in-flight requests, instead of letting the agent's re-issue through
+    (a duplicate when the queued request lands); the operator reads the same flag."""
+    queued_project(project)
+    result = project.runpytest_subprocess("--experiment", "queued", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    [record] = records(project)
+    assert (record["fault_mode"], record["condition"]) == ("timeout_queued", "outcome_oracle")
+    assert record["fault"]["fired"] and record["duplicates"] == 0 and record["eos"]
+
+
+@pytest.mark.parametrize(("fates", "error"), [
+    ('(Fate("queued", executed="all", pending=True),)',
+     "limbo_queue_ext.FATES: fate 'queued' is pending but executed='all': a pending request "
+     "has not reached the service yet (executed='nothing')"),
+    ('(Fate("queued", executed="some"),)',
+     "limbo_queue_ext.FATES: fate 'queued' has executed='some'; valid: nothing, all, "
+     "first_rows"),
+    ('(Fate("in_flight", pending=True),)',
+     "fate 'in_flight' is declared twice: in limbo_plugin.world.fates and in limbo_queue_ext"),
+])
+def test_a_fate_that_cannot_mean_anything_is_one_line(project: pytest.Pytester, fates: str,
+                                                      error: str) -> None:
+    queued_project(project, QUEUED.replace(QUEUED.split("FATES = ")[1].strip(), fates))
+    result = project.runpytest_subprocess("--experiment", "queued")
+    assert result.ret != pytest.ExitCode.OK
+    output = result.stdout.lines + result.stderr.lines
+    assert [line for line in output if "FATES" in line or "declared twice" in line] and \
+        any(line.endswith(error) for line in output), output
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
