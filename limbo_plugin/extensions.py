@@ -10,6 +10,7 @@ A module declares what it adds in module-level tuples named after the kind::
     FATES = (Fate("queued", pending=True),)           # a request fate an executor sets
     AGENT_KINDS = (AgentKind("lazy", "lazy:<reason>", check, build),)
     TABLES = (table_per_family,)                      # (episodes, repeat runs) -> Table | Skipped
+    SPECS = (Path(__file__).parent / "specs",)        # spec YAML layered over Limbo's specs
 
 Limbo reads them from its own modules (every module of ``limbo_plugin/conditions/`` and
 ``limbo_plugin/world/services/``, ``faults``, ``world/fates``, ``agents/registry`` and
@@ -54,7 +55,7 @@ DISABLE = "LIMBO_NO_EXTENSIONS"
 def extensions_disabled() -> bool:
     return os.environ.get(DISABLE, "") not in ("", "0")
 
-KINDS = ("CONDITIONS", "SERVICES", "EXECUTORS", "FATES", "AGENT_KINDS", "TABLES")
+KINDS = ("CONDITIONS", "SERVICES", "EXECUTORS", "FATES", "AGENT_KINDS", "TABLES", "SPECS")
 """The module-level names a declaring module may define, one per kind of extension."""
 
 T = TypeVar("T")

@@ -650,18 +650,18 @@ def _matches(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
-def load_templates(directory: Path, registry: SpecRegistry
+def load_templates(directory: Path, files: dict[str, Path], registry: SpecRegistry
                    ) -> tuple[dict[str, TaskTemplate], dict[str, SpecError]]:
-    """Load and validate every template (instances 0 and 1 are built to check references):
-    the templates that load, and the error of each one that does not, by file name."""
+    """Load and validate every template of ``files`` (by name; the specs folder's ``tasks/``
+    ``directory``, then the packages' layers; instances 0 and 1 are built to check references):
+    the templates that load, and the error of each one that does not, by name."""
     templates: dict[str, TaskTemplate] = {}
     errors: dict[str, SpecError] = {}
-    files = sorted(directory.glob("*.yaml"))
-    for file in files:
+    for name, file in files.items():
         try:
-            templates[file.stem] = load_template(file, registry)
+            templates[name] = load_template(file, registry)
         except SpecError as exc:
-            errors[file.stem] = exc
+            errors[name] = exc
     if not files:
         raise SpecError(directory, "no task templates found")
     return templates, errors

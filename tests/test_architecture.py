@@ -16,7 +16,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("_version", "_rewriting", "_lazy", "errors", "extensions", "extras", "processes",
               "agent_processes",
               "toolapi", "templating", "stats", "scrubbing", "bridge", "atomic_files")),
-    ("spec vocabulary", ("spec.loader", "spec.models", "spec")),
+    ("spec vocabulary", ("spec.loader", "spec.models", "spec.layers", "spec")),
     ("contracts", ("contracts", "readback")),
     ("world", ("world",)),
     ("record", ("records",)),

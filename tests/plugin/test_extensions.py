@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_recipes import EXECUTOR, EXPERIMENT, FAMILY, MODE, SERVICE_MODULE, SERVICE_SPEC, TEMPLATE
 
 from limbo_plugin.extensions import DISABLE
 
@@ -123,6 +124,10 @@ def install_beside(site: Path, name: str = "limbo_demo_ext", body: str = EXTENSI
     """What an install leaves: the package, and a ``.dist-info`` whose ``entry_points.txt``
     lists the module in the ``limbo`` group."""
     write_package(site, name, body)
+    write_dist_info(site, name, entry_point)
+
+
+def write_dist_info(site: Path, name: str, entry_point: str | None = None) -> None:
     info = site / f"{name}-0.1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
@@ -351,3 +356,90 @@ def test_a_fate_that_cannot_mean_anything_is_one_line(project: pytest.Pytester, 
     assert [line for line in output if "FATES" in line or "declared twice" in line] and \
         any(line.endswith(error) for line in output), output
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def pager_package(site: Path) -> Path:
+    """A package shipping ARCHITECTURE.md's pager service, ``page_oncall`` template and
+    ``double_execution`` mode (with its family and executor) as spec YAML beside its module."""
+    module = (SERVICE_MODULE.replace("limbo_plugin.world.services.base", "limbo_plugin.extend")
+              .replace("from limbo_plugin.world.store import VersionedTable\n", "")
+              .replace("Service, handles", "Service, VersionedTable, handles")
+              .replace("from functools import cached_property\n",
+                       "from functools import cached_property\nfrom pathlib import Path\n"
+                       "from typing import Any\n")
+              .replace("\n\nclass PagerService",
+                       "\nfrom limbo_plugin.extend import Executor, Firing\n\n\nclass "
+                       "PagerService")
+              + EXECUTOR + 'EXECUTORS = (Executor("twice", execute_twice),)\n'
+              'SPECS = (Path(__file__).parent / "specs",)\n')
+    write_package(site, "limbo_pager_ext", module)
+    specs = site / "limbo_pager_ext" / "specs"
+    for folder in ("services", "tasks", "faults"):
+        (specs / folder).mkdir(parents=True)
+    (specs / "services" / "pager.yaml").write_text(SERVICE_SPEC)
+    (specs / "tasks" / "page_oncall.yaml").write_text(TEMPLATE)
+    (specs / "faults" / "modes.yaml").write_text("families:\n" + FAMILY + "modes:" + MODE)
+    with (site / "pyproject.toml").open("a") as pyproject:
+        pyproject.write('\n[tool.setuptools.package-data]\nlimbo_pager_ext = ["specs/*/*.yaml"]\n')
+    return specs
+
+
+def runs_the_shipped_specs(project: pytest.Pytester, specs: Path) -> None:
+    (project.path / "specs" / "experiments" / "toy.yaml").write_text(
+        EXPERIMENT.replace(', paging_note', '').replace(', "lazy:tired"', ''))
+    result = project.runpytest_subprocess("--experiment", "toy", "-p", "no:randomly")
+    # verify_first passes the fault-free and the lost-ack worlds; the double execution of a
+    # keyless write is an expected failure
+    result.assert_outcomes(passed=2, xfailed=1)
+    out = records(project)
+    assert sorted((r["template"], r["fault_mode"], r["family"]) for r in out) == [
+        ("page_oncall", "double_execution", "double_commit"), ("page_oncall", "none", "none"),
+        ("page_oncall", "timeout_post", "lost_ack")]
+    assert {e["tool"] for r in out for e in r["ledger"]} == {"pager_page"}
+    listed = limbo(project, "list", "extensions")
+    assert f"specs: {specs.resolve()}" in listed.stdout.splitlines()[-1].strip(), listed.stderr
+    assert "double_execution" in limbo(project, "list", "modes").stdout
+
+
+def test_a_package_ships_a_service_a_fault_mode_and_a_template_as_yaml(
+        project: pytest.Pytester) -> None:
+    """The package's YAML is layered over the project's specs folder, which has none of it."""
+    specs = pager_package(project.path / "site")
+    write_dist_info(project.path / "site", "limbo_pager_ext")
+    runs_the_shipped_specs(project, specs)
+
+
+@pytest.mark.slow
+def test_pip_install_of_a_package_shipping_specs_is_enough(project: pytest.Pytester) -> None:
+    """Built and installed by pip (``--target``): the YAML travels as package data."""
+    pager_package(project.path / "src")
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                          "--target", str(project.path / "site"), str(project.path / "src")],
+                         capture_output=True, text=True, check=False)
+    assert pip.returncode == 0, pip.stderr
+    runs_the_shipped_specs(project, project.path / "site" / "limbo_pager_ext" / "specs")
+
+
+def test_a_shipped_spec_named_as_one_of_the_projects_is_one_line_naming_both(
+        project: pytest.Pytester) -> None:
+    """A package never replaces a spec silently: the clash names both files."""
+    specs = pager_package(project.path / "src")
+    (specs / "tasks" / "incident_open.yaml").write_text(
+        (project.path / "specs" / "tasks" / "incident_open.yaml").read_text())
+    install_beside(project.path / "site", "limbo_pager_ext",
+                   (specs.parent / "__init__.py").read_text().replace(
+                       'Path(__file__).parent / "specs"', repr(str(specs))))
+    (project.path / "specs" / "experiments" / "plain.yaml").write_text(
+        SMALL.replace("small", "plain").replace(", demo_note", "").replace(', "lazy:tired"', ""))
+    result = project.runpytest_subprocess("--experiment", "plain")
+    assert result.ret != pytest.ExitCode.OK
+    lines = [line for line in result.stdout.lines + result.stderr.lines
+             if "declared twice" in line]
+    assert len(lines) == 1 and lines[0].endswith(
+        "src/limbo_pager_ext/specs/tasks/incident_open.yaml: task template 'incident_open' is "
+        f"declared twice (also in {project.path / 'specs' / 'tasks' / 'incident_open.yaml'})"), \
+        lines
+    off = subprocess.run([sys.executable, "-m", "pytest", "--experiment", "plain", "-q"],
+                         cwd=project.path, text=True,
+                         capture_output=True, env={**os.environ, DISABLE: "1"}, check=False)
+    assert off.returncode == 0, off.stdout[-2000:]
