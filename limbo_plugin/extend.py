@@ -18,7 +18,8 @@ stay. Limbo ships ``py.typed``, so an extension is type-checked against them.
 * a **service**: a :class:`Service` subclass with :func:`handles` (and :func:`validates`)
   methods taking :data:`Args` and an :class:`Execution`, answering a :data:`Body`, its records
   in :class:`VersionedTable`\\ s;
-* a **way of executing a fault**: :class:`Executor` over a :class:`Firing`;
+* a **way of executing a fault**: :class:`Executor` over a :class:`Firing`, and a
+  :class:`Fate` for each state it leaves a request in that is not Limbo's;
 * an **agent kind**: :class:`AgentKind` building an :class:`Agent` that acts through an
   :class:`AgentSession`, configured by :class:`AgentOptions`;
 * a **report table**: a function from :class:`EpisodeView` rows (and repeat runs) to a
@@ -50,12 +51,13 @@ from limbo_plugin.report.icc import IccBook, Measure
 from limbo_plugin.report.tables.base import Column, RateCell, Result, Skipped, Table, rate
 from limbo_plugin.store.view import EpisodeView
 from limbo_plugin.toolapi import ToolCall, ToolResult
+from limbo_plugin.world.fates import Fate
 from limbo_plugin.world.services.base import Args, Body, Execution, Service, handles, validates
 from limbo_plugin.world.store import VersionedTable
 
 __all__ = [
     "Agent", "AgentKind", "AgentOptions", "AgentPlan", "AgentSession", "Args", "Body", "Column",
-    "Condition", "ConditionPattern", "EpisodeView", "Execution", "Executor", "Firing",
+    "Condition", "ConditionPattern", "EpisodeView", "Execution", "Executor", "Fate", "Firing",
     "IccBook", "Measure", "Middleware", "PromptChanges", "RateCell", "Result", "Service",
     "Skipped", "Table", "ToolCall", "ToolResult", "UsageError", "VersionedTable", "ambiguous",
     "committed_fault", "contract_class", "fault_class", "handles", "ordered_families",

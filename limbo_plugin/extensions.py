@@ -1,16 +1,20 @@
-"""Where Limbo finds what can be added to it: conditions, services, executors, agent kinds and
-report tables, from its own modules and from other installed packages, in one way.
+"""Where Limbo finds what can be added to it: conditions, services, executors, request fates,
+agent kinds and report tables, from its own modules and from other installed packages, in one
+way.
 
 A module declares what it adds in module-level tuples named after the kind::
 
     CONDITIONS = (Condition("paging_note", ...), ConditionPattern("slow_<n>", ...))
     SERVICES = (PagerService,)                        # Service subclasses
     EXECUTORS = (Executor("twice", execute_twice),)   # one per `execute:` kind of a fault mode
+    FATES = (Fate("queued", pending=True),)           # a request fate an executor sets
     AGENT_KINDS = (AgentKind("lazy", "lazy:<reason>", check, build),)
     TABLES = (table_per_family,)                      # (episodes, repeat runs) -> Table | Skipped
+    SPECS = (Path(__file__).parent / "specs",)        # spec YAML layered over Limbo's specs
 
 Limbo reads them from its own modules (every module of ``limbo_plugin/conditions/`` and
-``limbo_plugin/world/services/``, ``faults``, ``agents/registry`` and ``report/tables``), then
+``limbo_plugin/world/services/``, ``faults``, ``world/fates``, ``agents/registry`` and
+``report/tables``), then
 from every module named in the ``limbo`` entry-point group of an installed distribution::
 
     # the pyproject.toml of a user's package
@@ -51,7 +55,7 @@ DISABLE = "LIMBO_NO_EXTENSIONS"
 def extensions_disabled() -> bool:
     return os.environ.get(DISABLE, "") not in ("", "0")
 
-KINDS = ("CONDITIONS", "SERVICES", "EXECUTORS", "AGENT_KINDS", "TABLES")
+KINDS = ("CONDITIONS", "SERVICES", "EXECUTORS", "FATES", "AGENT_KINDS", "TABLES", "SPECS")
 """The module-level names a declaring module may define, one per kind of extension."""
 
 T = TypeVar("T")

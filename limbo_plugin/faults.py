@@ -7,7 +7,8 @@ outcome; only whether, when and how often the service executes the request does.
 
 That one difference is a mode's ``execute`` kind, and each kind is one :class:`Executor` in
 :data:`EXECUTORS` (or in an extension module's ``EXECUTORS``, :mod:`limbo_plugin.extensions`):
-its function sets the request's fate (what the operator later reports), fills the
+its function sets the request's fate (a name in the fates table, :mod:`limbo_plugin.world.fates`,
+whose flags tell the operator and the oracles what became of the request), fills the
 fields of the :class:`FaultReport` it is about, and schedules whatever happens later. Everything
 else about a mode (its response, cost, family) is data in ``specs/faults/modes.yaml``.
 """
@@ -31,6 +32,7 @@ from limbo_plugin.toolapi import (
     normalize_arguments,
     tool_error,
 )
+from limbo_plugin.world.fates import fate_of
 from limbo_plugin.world.seeds import rng_for
 from limbo_plugin.world.world import ExecutionResult, Request, World
 
@@ -150,6 +152,7 @@ class FaultTransport:
         report.fired, report.t_fired, report.request_seq = True, now, request.seq
         report.origin = request.origin
         body = executors()[mode.execute](Firing(self, self.plan, request, definition, now))
+        fate_of(request.fate)  # an executor's fate must be declared: a one-line error if not
         return self._respond(mode, request, definition, body)
 
     def _respond(self, mode: FaultModeSpec, request: Request, definition: ToolDefinition,
@@ -202,7 +205,8 @@ when the agent gets the mode's error response."""
 @dataclass(frozen=True)
 class Executor:
     """One way of executing a faulted request: the ``execute:`` word a fault mode names in
-    ``specs/faults/modes.yaml``, and the function that carries it out."""
+    ``specs/faults/modes.yaml``, and the function that carries it out (a fate it sets that is
+    not Limbo's is declared in a ``FATES`` tuple beside it)."""
 
     kind: str
     run: Execute

@@ -13,10 +13,11 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "limbo_plugin"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("_version", "_rewriting", "_lazy", "errors", "extensions", "extras", "processes",
-              "agent_processes",
+    ("core", ("_version", "_rewriting", "_lazy", "errors", "usage", "extensions", "extras",
+              "processes", "agent_processes",
               "toolapi", "templating", "stats", "scrubbing", "bridge", "atomic_files")),
-    ("spec vocabulary", ("spec.loader", "spec.models", "spec")),
+    ("spec vocabulary", ("spec.loader", "spec.models", "spec.templates", "spec.layers",
+                         "spec")),
     ("contracts", ("contracts", "readback")),
     ("world", ("world",)),
     ("record", ("records",)),
@@ -113,6 +114,21 @@ def test_no_module_imports_the_package_root() -> None:
             if bare:
                 offenders.append(f"{module_name(path) or '__init__'}:{node.lineno}")
     assert not offenders, f"imports of the bare package: {', '.join(offenders)}"
+
+
+def test_limbos_commands_are_registered_in_cli_alone() -> None:
+    """``limbo``'s subcommands are added to its parser in ``cli/`` and nowhere else, and no
+    module outside ``cli/`` imports it: the command depends on what it runs, never the other
+    way round."""
+    outside = [p for p in sources() if not module_name(p).startswith("cli")]
+    registering = [module_name(p) for p in outside
+                   if any(isinstance(node, ast.Attribute)
+                          and node.attr in ("add_parser", "add_subparsers")
+                          for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    importing = [module_name(p) for p in outside
+                 if any(t == "limbo_plugin.cli" or t.startswith("limbo_plugin.cli.")
+                        for t in imports(p))]
+    assert (registering, importing) == ([], [])
 
 
 @pytest.mark.parametrize("package", sorted(ONLY_IN))

@@ -9,7 +9,7 @@ import pytest
 
 from limbo_plugin.errors import SpecError
 from limbo_plugin.spec.registry import SpecRegistry
-from limbo_plugin.tasks import CUE
+from limbo_plugin.spec.templates import CUE
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"
 PAPER_TEMPLATES = ("cross_post", "customer_notice", "deploy_release", "feature_flags",

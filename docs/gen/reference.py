@@ -79,7 +79,7 @@ def spec_files() -> list[SpecFile]:
         PoolsSpec,
         ServiceSpec,
     )
-    from limbo_plugin.tasks import TemplateSpec
+    from limbo_plugin.spec.templates import TemplateSpec
 
     return [
         SpecFile("Services", "specs/services/<service>.yaml", ServiceSpec,

@@ -39,13 +39,14 @@ from limbo_plugin.cli import (
     judging,
     listing,
     one_episode,
+    real_mcp,
     reporting,
     reproduce,
     serve_mcp,
 )
-from limbo_plugin.cli.common import OneLineParser, Subcommands
+from limbo_plugin.cli.common import Subcommands
 from limbo_plugin.errors import LimboError
-from limbo_plugin.realmcp import commands as real_mcp_commands
+from limbo_plugin.usage import OneLineParser
 
 COMMANDS: tuple[Callable[[Subcommands], None], ...] = (
     listing.register,            # list
@@ -54,7 +55,7 @@ COMMANDS: tuple[Callable[[Subcommands], None], ...] = (
     reporting.register,          # compare, plan, report, view, merge, schema, allure
     reproduce.register,          # reproduce
     serve_mcp.register,          # mcp
-    real_mcp_commands.register,  # audit, proxy, guard
+    real_mcp.register,           # audit, proxy, guard
     init_project.register,       # init
     harness_setup.register,      # harness list|install
 )

@@ -1,4 +1,4 @@
-"""What the ``limbo`` subcommands share: the parser class, where the specs are, and reading a
+"""What the ``limbo`` subcommands share: their subparsers, where the specs are, and reading a
 record file."""
 
 from __future__ import annotations
@@ -7,24 +7,17 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from limbo_plugin.errors import UsageError
 from limbo_plugin.records import GIVE_RECORDS
+from limbo_plugin.usage import OneLineParser
 
 if TYPE_CHECKING:
     from limbo_plugin.spec.registry import SpecRegistry
     from limbo_plugin.store.read import RecordScan
 
 R = TypeVar("R")
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (and exit 2) pointing at ``--help``, not the
-    usage block followed by the error."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[OneLineParser]"

@@ -4,6 +4,7 @@ experiments, tools), read from the specs and registries."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from limbo_plugin.cli.common import Subcommands, registry_of
 
@@ -65,7 +66,7 @@ def list_tables() -> list[str]:
 
 def list_extensions() -> list[str]:
     """Every installed extension module (entry point, module, distribution) and what it
-    declares; or why there are none."""
+    declares, with each folder of spec YAML it ships; or why there are none."""
     from limbo_plugin.extensions import (
         DISABLE,
         GROUP,
@@ -85,6 +86,8 @@ def list_extensions() -> list[str]:
         kinds = ", ".join(f"{kind} ({len(getattr(loaded, kind))})" for kind in KINDS
                           if getattr(loaded, kind, ()))
         lines.append(f"{name:16} {module:32} {distribution:24} {kinds or 'declares nothing'}")
+        lines += [f"{'':16} specs: {Path(folder).resolve()}"
+                  for folder in getattr(loaded, "SPECS", ())]
     return lines
 
 

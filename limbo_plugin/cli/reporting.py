@@ -22,10 +22,10 @@ def register(sub: Subcommands) -> None:
     from limbo_plugin.report import compare
     from limbo_plugin.server import report_view as view
 
-    compare.add_parser(sub).set_defaults(
+    _compare_parser(sub).set_defaults(
         handler=lambda args: compare.run_command(args, registry_of(args).family_order))
-    plan.add_parser(sub).set_defaults(handler=lambda args: plan.run_command(args,
-                                                                             registry_of(args)))
+    _plan_parser(sub).set_defaults(handler=lambda args: plan.run_command(args,
+                                                                          registry_of(args)))
 
     report = sub.add_parser("report", help="the paper's tables, figures and an HTML report "
                             "with an episode explorer, from one or more record files")
@@ -37,7 +37,7 @@ def register(sub: Subcommands) -> None:
     add_rho_argument(report)
     report.set_defaults(handler=cmd_report)
 
-    add_rho_argument(view.add_parser(sub, DEFAULT_RECORDS, "reports/report")).set_defaults(
+    add_rho_argument(_view_parser(sub, DEFAULT_RECORDS, "reports/report")).set_defaults(
         handler=lambda args: view.run_view(args, lambda records, out: build_report(
             args, records, out), lambda root, gate: run_list(args, root, gate)))
 
@@ -62,8 +62,96 @@ def register(sub: Subcommands) -> None:
     allure.add_argument("--no-serve", action="store_true",
                         help="only render; print the command that serves it (a file:// URL "
                         "does not load)")
-    view.add_arguments(allure)
+    _serving_arguments(allure)
     allure.set_defaults(handler=cmd_allure)
+
+
+def _compare_parser(sub: Subcommands) -> argparse.ArgumentParser:
+    """``limbo compare``'s arguments (the comparison is :mod:`limbo_plugin.report.compare`)."""
+    from limbo_plugin.report.compare import OUTCOMES, SHOWN_IDS
+
+    parser = sub.add_parser(
+        "compare", help="episodes that flipped between two runs, per family, with exact McNemar",
+        description="Pair the episodes of two record files (same world, repeat and, for "
+        "fields that vary within a run, configuration) and list, per fault family, those "
+        "that went from pass to fail and from fail to pass, with the exact McNemar p-value "
+        "(Holm-adjusted across families).")
+    parser.add_argument("a", metavar="A", help="records of the first run (the reference)")
+    parser.add_argument("b", metavar="B", help="records of the second run")
+    parser.add_argument("--outcome", choices=OUTCOMES, default="passed",
+                        help="what counts as holding: the test's verdict (default), "
+                        "exactly-once success, or no duplicate")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.add_argument("--all", action="store_true", help="list every flipped episode id "
+                        f"(default: the first {SHOWN_IDS} per family and direction)")
+    return parser
+
+
+def _plan_parser(sub: Subcommands) -> argparse.ArgumentParser:
+    """``limbo plan``'s arguments (the estimate is :mod:`limbo_plugin.planning.cost`)."""
+    from limbo_plugin.planning.cost import COMPLETION_SHARE
+
+    plan = sub.add_parser("plan", help="episodes, model calls, tokens and cost of an "
+                          "experiment before running it")
+    plan.add_argument("--experiment", default="default", help="experiment name (default "
+                      "default)")
+    plan.add_argument("--agent", default=None, help="one agent instead of the experiment's "
+                      "(e.g. litellm:openai/gpt-4o)")
+    plan.add_argument("--tokens-per-episode", type=float, default=None,
+                      help="expected tokens per episode (default: the paper's figure)")
+    plan.add_argument("--completion-share", type=float, default=COMPLETION_SHARE,
+                      help=f"share of tokens that are completion tokens (default "
+                      f"{COMPLETION_SHARE})")
+    plan.add_argument("-k", dest="keyword", metavar="EXPRESSION", default=None,
+                      help="only the episodes pytest's -k EXPRESSION selects (as the run will)")
+    plan.add_argument("-m", dest="markexpr", metavar="MARKEXPR", default=None,
+                      help="only the episodes pytest's -m MARKEXPR selects (families, classes)")
+    plan.add_argument("--sample", metavar="N", default=None,
+                      help="only the pilot --limbo-sample N (or N:SEED) would run")
+    plan.add_argument("--cassette", metavar="PATH", default=None,
+                      help="estimate from your own run instead of the paper: its records file "
+                      "(--limbo-records; calls and tokens per episode and fault mode), a folder "
+                      "of records files, or its cassette directory (--limbo-cassette; tokens "
+                      "per call)")
+    return plan
+
+
+def _view_parser(sub: Subcommands, default_records: str, default_out: str
+                 ) -> argparse.ArgumentParser:
+    """``limbo view``'s arguments (the serving is :mod:`limbo_plugin.server.report_view`)."""
+    parser = sub.add_parser(
+        "view", help="list every run under reports/ and open their reports, on 127.0.0.1",
+        description="Without RECORDS: a page listing every run under --reports (agent, "
+        "experiment, date, episodes, headline duplicate rate, gate verdict), refreshed while "
+        "a run is writing, from which each run's report and explorer open. With RECORDS: "
+        "build their HTML report (if there is none, or it is older than the records) and "
+        "serve it. Served on 127.0.0.1, printing the URL and opening a browser where one "
+        "exists. Ctrl-C stops it.")
+    parser.add_argument("records", nargs="*", default=[],
+                        help="JSONL record files to serve one report of (default: list every "
+                        f"run under --reports, {default_records} among them)")
+    parser.add_argument("--reports", default=str(Path(default_records).parent),
+                        help="the folder whose runs are listed (default "
+                        f"{Path(default_records).parent})")
+    parser.add_argument("--gate", default=None,
+                        help="the gate whose verdict the run list shows (default: "
+                        "<specs>/gates/release.yaml when there is one; 'none' for no verdict)")
+    parser.add_argument("--out", default=default_out,
+                        help=f"the report's directory (default {default_out})")
+    parser.add_argument("--rebuild", action="store_true", help="build the report even if it "
+                        "is up to date")
+    _serving_arguments(parser)
+    return parser
+
+
+def _serving_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where ``limbo view`` and ``limbo allure`` serve their report."""
+    from limbo_plugin.server.serving import port_number
+
+    parser.add_argument("--port", type=port_number, default=0,
+                        help="port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--no-browser", action="store_true",
+                        help="print the URL only; do not open a browser")
 
 
 def add_rho_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

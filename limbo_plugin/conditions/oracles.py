@@ -11,7 +11,9 @@ differ from the guard only in what verification can know:
   it created. It is the upper bound of client-side policies; only redelivery of a write without
   key support is beyond it.
 
-No other condition is handed the world; these two read it only here.
+No other condition is handed the world; these two read it only here, and a request's fate only
+through its flags (:mod:`limbo_plugin.world.fates`): which requests have executed, and which are
+pending and when they land, so a fate an extension declares is read like Limbo's own.
 """
 
 from __future__ import annotations
@@ -25,11 +27,10 @@ from limbo_plugin.conditions.vbr import Verdict
 from limbo_plugin.contracts import ToolDefinition
 from limbo_plugin.errors import UsageError
 from limbo_plugin.toolapi import ToolCaller
+from limbo_plugin.world.fates import fate_of
 
 if TYPE_CHECKING:
     from limbo_plugin.world.world import Request, World
-
-DONE = ("committed", "replayed")
 
 
 class GroundTruthVerifier:
@@ -49,7 +50,7 @@ class GroundTruthVerifier:
             if not self.sees_in_flight or all(hit is not None for hit in found):
                 break
             due = [r.due_at for r in self._requests(definition, args)
-                   if r.fate == "in_flight" and r.due_at is not None]
+                   if fate_of(r.fate).pending and r.due_at is not None]
             if not due:
                 break
             harness.pause_until(min(due))
@@ -67,18 +68,19 @@ class GroundTruthVerifier:
         batch = definition.contract.batch_field
         if batch is None:
             for request in requests:
-                if request.fate in DONE:
+                if fate_of(request.fate).executed == "all":
                     return [self._record(request, 0)]
             return [None]
         return [self._row(requests, batch, row) for row in args.get(batch) or []]
 
     def _row(self, requests: list[Request], batch: str, row: Any) -> dict[str, Any] | None:
         for request in requests:
-            rows = list(request.args.get(batch) or [])
-            if request.fate == "partial":
-                rows = rows[: request.rows_done or 0]
-            elif request.fate not in DONE:
+            executed = fate_of(request.fate).executed
+            if executed == "nothing":
                 continue
+            rows = list(request.args.get(batch) or [])
+            if executed == "first_rows":
+                rows = rows[: request.rows_done or 0]
             if row in rows:
                 return self._record(request, rows.index(row))
         return None

@@ -92,32 +92,6 @@ def priced(row: AgentBudget, prompt_tokens: float, completion_tokens: float) -> 
     return AgentBudget(row.agent, row.episodes, row.model_calls, row.tokens, cost, row.note)
 
 
-def add_parser(sub: Any) -> Any:
-    plan = sub.add_parser("plan", help="episodes, model calls, tokens and cost of an "
-                          "experiment before running it")
-    plan.add_argument("--experiment", default="default", help="experiment name (default "
-                      "default)")
-    plan.add_argument("--agent", default=None, help="one agent instead of the experiment's "
-                      "(e.g. litellm:openai/gpt-4o)")
-    plan.add_argument("--tokens-per-episode", type=float, default=None,
-                      help="expected tokens per episode (default: the paper's figure)")
-    plan.add_argument("--completion-share", type=float, default=COMPLETION_SHARE,
-                      help=f"share of tokens that are completion tokens (default "
-                      f"{COMPLETION_SHARE})")
-    plan.add_argument("-k", dest="keyword", metavar="EXPRESSION", default=None,
-                      help="only the episodes pytest's -k EXPRESSION selects (as the run will)")
-    plan.add_argument("-m", dest="markexpr", metavar="MARKEXPR", default=None,
-                      help="only the episodes pytest's -m MARKEXPR selects (families, classes)")
-    plan.add_argument("--sample", metavar="N", default=None,
-                      help="only the pilot --limbo-sample N (or N:SEED) would run")
-    plan.add_argument("--cassette", metavar="PATH", default=None,
-                      help="estimate from your own run instead of the paper: its records file "
-                      "(--limbo-records; calls and tokens per episode and fault mode), a folder "
-                      "of records files, or its cassette directory (--limbo-cassette; tokens "
-                      "per call)")
-    return plan
-
-
 def selected_ids(args: argparse.Namespace, specs: Any) -> set[str]:
     """The ids of the episodes a run with ``-k``, ``-m`` and ``--limbo-sample`` would collect:
     asked of pytest itself (``--collect-only`` in a subprocess, in an empty directory), so the

@@ -128,9 +128,9 @@ async def drive(policy: str, upstream: Upstream, steps: list[tuple[str, dict[str
 def main(argv: Sequence[str] | None = None) -> int:
     import anyio
 
-    from limbo_plugin.cli.common import OneLineParser
     from limbo_plugin.realmcp.audit import add_server_arguments, command_after_dashes
     from limbo_plugin.realmcp.upstream import upstream_from_args
+    from limbo_plugin.usage import OneLineParser
 
     parser = OneLineParser(prog="python -m limbo_plugin.realmcp.drive",
                            description=__doc__.split("\n\n")[0])

@@ -294,25 +294,6 @@ def read_side(path: str | Path) -> list[Any]:
     return records
 
 
-def add_parser(sub: Any) -> Any:
-    """``limbo compare``'s arguments (registered by :mod:`limbo_plugin.cli`)."""
-    parser = sub.add_parser(
-        "compare", help="episodes that flipped between two runs, per family, with exact McNemar",
-        description="Pair the episodes of two record files (same world, repeat and, for "
-        "fields that vary within a run, configuration) and list, per fault family, those "
-        "that went from pass to fail and from fail to pass, with the exact McNemar p-value "
-        "(Holm-adjusted across families).")
-    parser.add_argument("a", metavar="A", help="records of the first run (the reference)")
-    parser.add_argument("b", metavar="B", help="records of the second run")
-    parser.add_argument("--outcome", choices=OUTCOMES, default="passed",
-                        help="what counts as holding: the test's verdict (default), "
-                        "exactly-once success, or no duplicate")
-    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    parser.add_argument("--all", action="store_true", help="list every flipped episode id "
-                        f"(default: the first {SHOWN_IDS} per family and direction)")
-    return parser
-
-
 def run_command(args: Any, family_order: Sequence[str]) -> int:
     """Print the comparison of ``args.a`` and ``args.b``; exit 0 (a comparison is not a
     verdict: ``limbo gate --baseline`` is)."""

@@ -226,42 +226,6 @@ def serve(directory: Path, *, port: int = 0, open_browser: bool = True,
     return 0
 
 
-def add_arguments(parser: Any) -> None:
-    from limbo_plugin.server.serving import port_number
-
-    parser.add_argument("--port", type=port_number, default=0,
-                        help="port on 127.0.0.1 (default: a free one)")
-    parser.add_argument("--no-browser", action="store_true",
-                        help="print the URL only; do not open a browser")
-
-
-def add_parser(sub: Any, default_records: str, default_out: str) -> Any:
-    """``limbo view``'s arguments (registered by :mod:`limbo_plugin.cli`)."""
-    parser = sub.add_parser(
-        "view", help="list every run under reports/ and open their reports, on 127.0.0.1",
-        description="Without RECORDS: a page listing every run under --reports (agent, "
-        "experiment, date, episodes, headline duplicate rate, gate verdict), refreshed while "
-        "a run is writing, from which each run's report and explorer open. With RECORDS: "
-        "build their HTML report (if there is none, or it is older than the records) and "
-        "serve it. Served on 127.0.0.1, printing the URL and opening a browser where one "
-        "exists. Ctrl-C stops it.")
-    parser.add_argument("records", nargs="*", default=[],
-                        help="JSONL record files to serve one report of (default: list every "
-                        f"run under --reports, {default_records} among them)")
-    parser.add_argument("--reports", default=str(Path(default_records).parent),
-                        help="the folder whose runs are listed (default "
-                        f"{Path(default_records).parent})")
-    parser.add_argument("--gate", default=None,
-                        help="the gate whose verdict the run list shows (default: "
-                        "<specs>/gates/release.yaml when there is one; 'none' for no verdict)")
-    parser.add_argument("--out", default=default_out,
-                        help=f"the report's directory (default {default_out})")
-    parser.add_argument("--rebuild", action="store_true", help="build the report even if it "
-                        "is up to date")
-    add_arguments(parser)
-    return parser
-
-
 def run_view(args: Any, build: Build,
              run_list: Callable[[Path, str | None], tuple[RunList, str | None]] | None = None
              ) -> int:

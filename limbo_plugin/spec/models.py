@@ -431,5 +431,15 @@ class FaultCatalogSpec(StrictModel):
     """The fault modes."""
 
 
+class FaultLayerSpec(StrictModel):
+    """``faults/modes.yaml`` of a package's spec folder: families and modes it adds to Limbo's
+    (the fault classes are Limbo's alone)."""
+
+    families: list[FaultFamilySpec] = Field(default_factory=list)
+    """The families it adds, after Limbo's in the family table."""
+    modes: list[FaultModeSpec] = Field(default_factory=list)
+    """The modes it adds."""
+
+
 class PoolsSpec(RootModel[dict[str, list[Any]]]):
     """Shared value pools (customers, products, services…) that task parameters draw from."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from limbo_plugin.contracts import GENERAL_SERVICE, GENERAL_TOOLS, ToolCatalog
 from limbo_plugin.errors import SpecError, UsageError
 from limbo_plugin.faults import executors
+from limbo_plugin.spec.layers import SpecLayer, spec_layers
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
 from limbo_plugin.spec.models import (
     Compensation,
@@ -27,6 +28,7 @@ from limbo_plugin.spec.models import (
     DocumentationVariant,
     FaultCatalogSpec,
     FaultFamilySpec,
+    FaultLayerSpec,
     FaultModeSpec,
     PoolsSpec,
     ReadBack,
@@ -35,6 +37,7 @@ from limbo_plugin.spec.models import (
 )
 from limbo_plugin.spec.schemas import schema_problem
 from limbo_plugin.templating import placeholder_roots
+from limbo_plugin.world.fates import fates
 from limbo_plugin.world.services import service_classes
 
 if TYPE_CHECKING:
@@ -88,6 +91,11 @@ class SpecRegistry:
     fault_classes: dict[str, str] = field(default_factory=dict)
     tool_files: dict[str, Path] = field(default_factory=dict)
     pools: dict[str, list[Any]] = field(default_factory=dict)
+    layers: tuple[SpecLayer, ...] = ()
+    """The folders of spec YAML installed packages ship, read after :attr:`root`
+    (:mod:`limbo_plugin.spec.layers`)."""
+    template_files: dict[str, Path] = field(default_factory=dict)
+    """Every task template's file, by template name: the root's ``tasks/``, then the layers'."""
     _templates: dict[str, TaskTemplate] | None = None
     _template_errors: dict[str, SpecError] = field(default_factory=dict)
     _catalogs: dict[tuple[str, str], ToolCatalog] = field(default_factory=dict)
@@ -97,22 +105,29 @@ class SpecRegistry:
         root = Path(root)
         if not (root / "services").is_dir():
             raise SpecError(root, "not a Limbo specs directory (it has no services/ folder)")
-        registry = cls(root=root)
+        registry = cls(root=root, layers=spec_layers())
         registry._load_services()
         registry._load_variants()
         registry._load_faults()
         registry._load_pools()
+        registry._find_templates()
         return registry
+
+    def _files(self, folder: str) -> list[Path]:
+        """The YAML files in ``folder`` of the root, then of each layer, each in name order."""
+        return [file for root in (self.root, *(layer.root for layer in self.layers))
+                for file in sorted((root / folder).glob("*.yaml"))]
 
     # -- loading -------------------------------------------------------------------------------
     def _load_services(self) -> None:
         seen: dict[str, tuple[Path, int | None]] = {}
-        docs = {}
-        for file in sorted((self.root / "services").glob("*.yaml")):
+        docs: dict[str, LoadedYaml] = {}
+        for file in self._files("services"):
             doc = load_yaml(file)
             spec = validate(doc, ServiceSpec)
             if spec.service in self.services:
-                raise doc.error(("service",), f"service {spec.service!r} is declared twice")
+                raise doc.error(("service",), f"service {spec.service!r} is declared twice "
+                                f"(also in {docs[spec.service].file})")
             for i, tool in enumerate(spec.tools):
                 for name, schema in tool.parameters.items():
                     problem = schema_problem(schema)
@@ -217,15 +232,40 @@ class SpecRegistry:
         file = self.root / "faults" / "modes.yaml"
         doc = load_yaml(file)
         catalog = validate(doc, FaultCatalogSpec)
+        fates()  # the executors' fates, checked before the first episode as the executors are
         self.fault_classes = {str(name): text for name, text in catalog.classes.items()}
-        for i, family in enumerate(catalog.families):
+        parts = [(doc, catalog.families, catalog.modes)]
+        for layer in self.layers:
+            shipped = layer.root / "faults" / "modes.yaml"
+            if shipped.is_file():
+                extra = load_yaml(shipped)
+                more = validate(extra, FaultLayerSpec)
+                parts.append((extra, more.families, more.modes))
+        where: dict[str, Path] = {}
+        for part, families, modes in parts:
+            self._add_faults(part, families, modes, where)
+        free = self.faults.get(FAULT_FREE)
+        if FAULT_FREE not in self.families or free is None or free.family != FAULT_FREE:
+            raise doc.error(("modes",), f"the fault-free mode {FAULT_FREE!r} of family "
+                            f"{FAULT_FREE!r} is missing: every experiment's baseline, the "
+                            "reports' fault-free row and the gate's eos threshold are that "
+                            "mode; keep both names as they are")
+
+    def _add_faults(self, doc: LoadedYaml, families: list[FaultFamilySpec],
+                    modes: list[FaultModeSpec], where: dict[str, Path]) -> None:
+        """The families and modes of one file (``where``: the file each name came from)."""
+        for i, family in enumerate(families):
             if family.name in self.families or family.name in self.fault_classes:
+                also = f" (also in {where[family.name]})" if family.name in where else ""
                 raise doc.error(("families", i, "name"),
-                                f"family {family.name!r} is declared twice (or names a class)")
+                                f"family {family.name!r} is declared twice (or names a "
+                                f"class){also}")
             self.families[family.name] = family
-        for i, mode in enumerate(catalog.modes):
+            where[family.name] = doc.file
+        for i, mode in enumerate(modes):
             if mode.name in self.faults:
-                raise doc.error(("modes", i, "name"), f"mode {mode.name!r} is declared twice")
+                raise doc.error(("modes", i, "name"), f"mode {mode.name!r} is declared twice "
+                                f"(also in {where['mode ' + mode.name]})")
             if mode.family not in self.families:
                 raise doc.error(("modes", i, "family"),
                                 f"unknown family {mode.family!r}; declared under families: "
@@ -249,12 +289,7 @@ class SpecRegistry:
                                 "other family: a faulted episode counted as fault-free, or the "
                                 "other way round, would move every rate")
             self.faults[mode.name] = mode
-        free = self.faults.get(FAULT_FREE)
-        if FAULT_FREE not in self.families or free is None or free.family != FAULT_FREE:
-            raise doc.error(("modes",), f"the fault-free mode {FAULT_FREE!r} of family "
-                            f"{FAULT_FREE!r} is missing: every experiment's baseline, the "
-                            "reports' fault-free row and the gate's eos threshold are that "
-                            "mode; keep both names as they are")
+            where["mode " + mode.name] = doc.file
 
     def _load_pools(self) -> None:
         file = self.root / "pools.yaml"
@@ -267,6 +302,16 @@ class SpecRegistry:
             if problem is not None:
                 index, message = problem
                 raise doc.error((name,) if index is None else (name, index), message)
+
+    def _find_templates(self) -> None:
+        """Every template's file; one name in two files (a package's and the root's, or two
+        packages') is an error naming both, before any template loads."""
+        for file in self._files("tasks"):
+            other = self.template_files.get(file.stem)
+            if other is not None:
+                raise SpecError(file, f"task template {file.stem!r} is declared twice (also in "
+                                f"{other})")
+            self.template_files[file.stem] = file
 
     # -- access --------------------------------------------------------------------------------
     def catalog(self, contract: str = "native", docs: str = "default") -> ToolCatalog:
@@ -321,7 +366,8 @@ class SpecRegistry:
         if self._templates is None:
             from limbo_plugin.tasks import load_templates
 
-            self._templates, self._template_errors = load_templates(self.root / "tasks", self)
+            self._templates, self._template_errors = load_templates(
+                self.root / "tasks", self.template_files, self)
         return self._templates, self._template_errors
 
     def template(self, name: str) -> TaskTemplate:

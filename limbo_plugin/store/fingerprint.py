@@ -4,7 +4,8 @@ Every episode's own record names its world and configuration, which a resume mat
 does not name is the content of the specs behind them (a template or fault mode edited between
 two runs makes other worlds under the same ids) and the ``--model-option`` values. A run that
 starts a records file writes ``<records>.fingerprint.json`` beside it: a hash of each spec file
-(by its path under the specs directory) and of each model option's value (names in clear,
+(by its path under the specs directory; a package's spec YAML, :mod:`limbo_plugin.spec.layers`,
+by its module and path) and of each model option's value (names in clear,
 values hashed: an option may be a key). ``--limbo-resume`` compares it with its own and refuses
 a mismatch in one line naming what changed. A file without one (written before fingerprints)
 is resumed as it is, and gets one.
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from limbo_plugin.atomic_files import write_text_atomically
+from limbo_plugin.spec.layers import spec_layers
 
 SUFFIX = ".fingerprint.json"
 
@@ -31,13 +33,18 @@ def fingerprint_path(records: Path) -> Path:
 def run_fingerprint(specs_dir: Path, model_options: Mapping[str, Any]) -> dict[str, Any]:
     """The hashes of everything under ``specs_dir`` that episodes are made from, and of the
     model options."""
-    specs = {}
-    for file in sorted(specs_dir.rglob("*.yaml")):
-        if file.is_file():
-            specs[file.relative_to(specs_dir).as_posix()] = _digest(file.read_bytes())
+    specs = _hashes(specs_dir)
+    for layer in spec_layers():  # a package's spec YAML, by its module: ``<module>/tasks/…``
+        specs |= {f"{layer.module}/{name}": digest
+                  for name, digest in _hashes(layer.root).items()}
     options = {name: _digest(json.dumps(value, sort_keys=True, default=str).encode())
                for name, value in sorted(model_options.items())}
     return {"specs": specs, "model_options": options}
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {file.relative_to(root).as_posix(): _digest(file.read_bytes())
+            for file in sorted(root.rglob("*.yaml")) if file.is_file()}
 
 
 def changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:

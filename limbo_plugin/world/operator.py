@@ -2,8 +2,9 @@
 
 After 900 simulated seconds the operator answers truthfully, from the ground truth, for every
 write that so far returned an error or timed out: committed (with record ids), not executed,
-partially executed (which rows), or still in flight and will complete. The ``unresponsive``
-variant never answers.
+partially executed (which rows), or still in flight and will complete. Which of these it finds
+is read off the flags of the request's fate (:mod:`limbo_plugin.world.fates`), so a fate an
+extension declares needs no finding of its own. The ``unresponsive`` variant never answers.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from limbo_plugin.world.clock import iso
+from limbo_plugin.world.fates import Executed, fate_of
 
 if TYPE_CHECKING:
-    from limbo_plugin.world.world import Fate, Request, World
+    from limbo_plugin.world.world import Request, World
 
 OPERATOR_VARIANTS = ("truthful", "unresponsive")
 NO_RESPONSE = "No response from the on-call operator."
@@ -49,7 +51,8 @@ def describe(request: Request, world: World) -> dict[str, Any]:
 
 
 def _finding(request: Request) -> tuple[str, str]:
-    return FINDINGS[request.fate](request)
+    fate = fate_of(request.fate)
+    return _in_flight(request) if fate.pending else FINDINGS[fate.executed](request)
 
 
 def _executed(request: Request) -> tuple[str, str]:
@@ -75,13 +78,10 @@ def _not_executed(request: Request) -> tuple[str, str]:
     return "not_executed", "it was not executed; nothing changed."
 
 
-FINDINGS: dict[Fate, Callable[[Request], tuple[str, str]]] = {
-    "sent": _not_executed,
-    "not_executed": _not_executed,
-    "rejected": _not_executed,
-    "committed": _executed,
-    "replayed": _executed,
-    "partial": _partially_executed,
-    "in_flight": _in_flight,
+FINDINGS: dict[Executed, Callable[[Request], tuple[str, str]]] = {
+    "nothing": _not_executed,
+    "all": _executed,
+    "first_rows": _partially_executed,
 }
-"""What the operator finds for each fate a request can have: ``(outcome, sentence)``."""
+"""What the operator finds for a settled request, by how much of it the service executed:
+``(outcome, sentence)``; a pending one is in flight."""

@@ -19,8 +19,6 @@ from limbo_plugin.world.ledger import Effect, Ledger
 from limbo_plugin.world.services import service_classes
 from limbo_plugin.world.services.base import Body, Execution, Service, ServiceError
 
-Fate = Literal["sent", "not_executed", "rejected", "committed", "replayed", "partial", "in_flight"]
-
 
 @dataclass
 class Request:
@@ -39,7 +37,9 @@ class Request:
     is_write: bool
     response: dict[str, Any] | None = None
     is_error: bool = False
-    fate: Fate = "sent"
+    fate: str = "sent"
+    """A name declared in the fates table (:mod:`limbo_plugin.world.fates`), which says what it
+    means."""
     record_ids: list[str] = field(default_factory=list)
     rows_done: int | None = None
     rows_total: int | None = None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_recipes import EXECUTOR, EXPERIMENT, FAMILY, MODE, SERVICE_MODULE, SERVICE_SPEC, TEMPLATE
 
 from limbo_plugin.extensions import DISABLE
 
@@ -123,6 +124,10 @@ def install_beside(site: Path, name: str = "limbo_demo_ext", body: str = EXTENSI
     """What an install leaves: the package, and a ``.dist-info`` whose ``entry_points.txt``
     lists the module in the ``limbo`` group."""
     write_package(site, name, body)
+    write_dist_info(site, name, entry_point)
+
+
+def write_dist_info(site: Path, name: str, entry_point: str | None = None) -> None:
     info = site / f"{name}-0.1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
@@ -271,3 +276,170 @@ def test_the_documented_extension_imports_only_the_public_module_and_runs(
              and r["fault_mode"] == "timeout_post" and r["agent"] == "scripted:verify_first"]
     assert [any(e["response"].get("note") == "noted" for e in r["trace"]) for r in noted] == \
         [True]
+
+
+QUEUED = '''\
+"""A way of executing a fault that leaves the request in a state of its own: queued."""
+
+from limbo_plugin.extend import Executor, Fate, Firing
+
+DELAY_S = 120.0
+
+
+def execute_queued(firing: Firing) -> None:
+    request, transport, now = firing.request, firing.transport, firing.now
+    request.fate, request.due_at = "queued", now + DELAY_S
+    firing.report.delay_s, firing.report.commit_at = DELAY_S, now + DELAY_S
+    firing.world.clock.schedule(now + DELAY_S, lambda: transport.commit_late(request),
+                                f"queued request {request.seq}")
+
+
+EXECUTORS = (Executor("queue", execute_queued),)
+FATES = (Fate("queued", pending=True, description="waiting in the service's queue"),)
+'''
+QUEUED_MODE = """
+  - name: timeout_queued
+    group: T
+    family: late_commit
+    hidden_outcome: late
+    execute: queue
+    cost_s: 30
+    response: {error: {type: timeout, message: request timed out after 30s}}
+    description: The request waits in the service's queue and executes 120 s after it was sent.
+"""
+ORACLE = """\
+name: queued
+templates: [incident_open]
+instances: [0]
+focal_writes: [ticket]
+modes: [timeout_queued]
+conditions: [outcome_oracle]
+agents: ["scripted:blind_retry"]
+"""
+
+
+def queued_project(project: pytest.Pytester, body: str = QUEUED) -> None:
+    install_beside(project.path / "site", "limbo_queue_ext", body)
+    with (project.path / "specs" / "faults" / "modes.yaml").open("a") as modes:
+        modes.write(QUEUED_MODE)
+    (project.path / "specs" / "experiments" / "queued.yaml").write_text(ORACLE)
+
+
+def test_a_fate_an_extension_declares_is_read_by_its_flags(project: pytest.Pytester) -> None:
+    """The outcome oracle waits for a request in a pending fate it has never heard of, as it
+    waits for Limbo's own in-flight requests, instead of letting the agent's re-issue through
+    (a duplicate when the queued request lands); the operator reads the same flag."""
+    queued_project(project)
+    result = project.runpytest_subprocess("--experiment", "queued", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    [record] = records(project)
+    assert (record["fault_mode"], record["condition"]) == ("timeout_queued", "outcome_oracle")
+    assert record["fault"]["fired"] and record["duplicates"] == 0 and record["eos"]
+
+
+@pytest.mark.parametrize(("fates", "error"), [
+    ('(Fate("queued", executed="all", pending=True),)',
+     "limbo_queue_ext.FATES: fate 'queued' is pending but executed='all': a pending request "
+     "has not reached the service yet (executed='nothing')"),
+    ('(Fate("queued", executed="some"),)',
+     "limbo_queue_ext.FATES: fate 'queued' has executed='some'; valid: nothing, all, "
+     "first_rows"),
+    ('(Fate("in_flight", pending=True),)',
+     "fate 'in_flight' is declared twice: in limbo_plugin.world.fates and in limbo_queue_ext"),
+])
+def test_a_fate_that_cannot_mean_anything_is_one_line(project: pytest.Pytester, fates: str,
+                                                      error: str) -> None:
+    queued_project(project, QUEUED.replace(QUEUED.split("FATES = ")[1].strip(), fates))
+    result = project.runpytest_subprocess("--experiment", "queued")
+    assert result.ret != pytest.ExitCode.OK
+    output = result.stdout.lines + result.stderr.lines
+    assert [line for line in output if "FATES" in line or "declared twice" in line] and \
+        any(line.endswith(error) for line in output), output
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def pager_package(site: Path) -> Path:
+    """A package shipping ARCHITECTURE.md's pager service, ``page_oncall`` template and
+    ``double_execution`` mode (with its family and executor) as spec YAML beside its module."""
+    module = (SERVICE_MODULE.replace("limbo_plugin.world.services.base", "limbo_plugin.extend")
+              .replace("from limbo_plugin.world.store import VersionedTable\n", "")
+              .replace("Service, handles", "Service, VersionedTable, handles")
+              .replace("from functools import cached_property\n",
+                       "from functools import cached_property\nfrom pathlib import Path\n"
+                       "from typing import Any\n")
+              .replace("\n\nclass PagerService",
+                       "\nfrom limbo_plugin.extend import Executor, Firing\n\n\nclass "
+                       "PagerService")
+              + EXECUTOR + 'EXECUTORS = (Executor("twice", execute_twice),)\n'
+              'SPECS = (Path(__file__).parent / "specs",)\n')
+    write_package(site, "limbo_pager_ext", module)
+    specs = site / "limbo_pager_ext" / "specs"
+    for folder in ("services", "tasks", "faults"):
+        (specs / folder).mkdir(parents=True)
+    (specs / "services" / "pager.yaml").write_text(SERVICE_SPEC)
+    (specs / "tasks" / "page_oncall.yaml").write_text(TEMPLATE)
+    (specs / "faults" / "modes.yaml").write_text("families:\n" + FAMILY + "modes:" + MODE)
+    with (site / "pyproject.toml").open("a") as pyproject:
+        pyproject.write('\n[tool.setuptools.package-data]\nlimbo_pager_ext = ["specs/*/*.yaml"]\n')
+    return specs
+
+
+def runs_the_shipped_specs(project: pytest.Pytester, specs: Path) -> None:
+    (project.path / "specs" / "experiments" / "toy.yaml").write_text(
+        EXPERIMENT.replace(', paging_note', '').replace(', "lazy:tired"', ''))
+    result = project.runpytest_subprocess("--experiment", "toy", "-p", "no:randomly")
+    # verify_first passes the fault-free and the lost-ack worlds; the double execution of a
+    # keyless write is an expected failure
+    result.assert_outcomes(passed=2, xfailed=1)
+    out = records(project)
+    assert sorted((r["template"], r["fault_mode"], r["family"]) for r in out) == [
+        ("page_oncall", "double_execution", "double_commit"), ("page_oncall", "none", "none"),
+        ("page_oncall", "timeout_post", "lost_ack")]
+    assert {e["tool"] for r in out for e in r["ledger"]} == {"pager_page"}
+    listed = limbo(project, "list", "extensions")
+    assert f"specs: {specs.resolve()}" in listed.stdout.splitlines()[-1].strip(), listed.stderr
+    assert "double_execution" in limbo(project, "list", "modes").stdout
+
+
+def test_a_package_ships_a_service_a_fault_mode_and_a_template_as_yaml(
+        project: pytest.Pytester) -> None:
+    """The package's YAML is layered over the project's specs folder, which has none of it."""
+    specs = pager_package(project.path / "site")
+    write_dist_info(project.path / "site", "limbo_pager_ext")
+    runs_the_shipped_specs(project, specs)
+
+
+@pytest.mark.slow
+def test_pip_install_of_a_package_shipping_specs_is_enough(project: pytest.Pytester) -> None:
+    """Built and installed by pip (``--target``): the YAML travels as package data."""
+    pager_package(project.path / "src")
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                          "--target", str(project.path / "site"), str(project.path / "src")],
+                         capture_output=True, text=True, check=False)
+    assert pip.returncode == 0, pip.stderr
+    runs_the_shipped_specs(project, project.path / "site" / "limbo_pager_ext" / "specs")
+
+
+def test_a_shipped_spec_named_as_one_of_the_projects_is_one_line_naming_both(
+        project: pytest.Pytester) -> None:
+    """A package never replaces a spec silently: the clash names both files."""
+    specs = pager_package(project.path / "src")
+    (specs / "tasks" / "incident_open.yaml").write_text(
+        (project.path / "specs" / "tasks" / "incident_open.yaml").read_text())
+    install_beside(project.path / "site", "limbo_pager_ext",
+                   (specs.parent / "__init__.py").read_text().replace(
+                       'Path(__file__).parent / "specs"', repr(str(specs))))
+    (project.path / "specs" / "experiments" / "plain.yaml").write_text(
+        SMALL.replace("small", "plain").replace(", demo_note", "").replace(', "lazy:tired"', ""))
+    result = project.runpytest_subprocess("--experiment", "plain")
+    assert result.ret != pytest.ExitCode.OK
+    lines = [line for line in result.stdout.lines + result.stderr.lines
+             if "declared twice" in line]
+    assert len(lines) == 1 and lines[0].endswith(
+        "src/limbo_pager_ext/specs/tasks/incident_open.yaml: task template 'incident_open' is "
+        f"declared twice (also in {project.path / 'specs' / 'tasks' / 'incident_open.yaml'})"), \
+        lines
+    off = subprocess.run([sys.executable, "-m", "pytest", "--experiment", "plain", "-q"],
+                         cwd=project.path, text=True,
+                         capture_output=True, env={**os.environ, DISABLE: "1"}, check=False)
+    assert off.returncode == 0, off.stdout[-2000:]

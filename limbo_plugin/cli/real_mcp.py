@@ -1,4 +1,5 @@
-"""The ``limbo`` subcommands of this package, registered on the main parser in one call."""
+"""``limbo audit``, ``limbo proxy`` and ``limbo guard``: the tools for real MCP servers
+(:mod:`limbo_plugin.realmcp`), registered on the main parser in one call."""
 
 from __future__ import annotations
 
