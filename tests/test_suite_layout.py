@@ -15,9 +15,13 @@ def test_no_test_module_imports_a_conftest() -> None:
     offenders = []
     for path in sorted(TESTS.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            if "conftest" in names:
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            if any(name.split(".")[-1] == "conftest" for name in names):  # tests.x.conftest too
                 offenders.append(f"{path.relative_to(TESTS)}:{node.lineno}")
     assert not offenders
 
