@@ -34,3 +34,16 @@ def test_a_report_test_collects_after_a_validity_test() -> None:
                           cwd=TESTS.parent, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "tests/report/test_report_cli.py::" in done.stdout
+
+
+ELSEWHERE = {"grading": "validity", "spec": "specs_broken", "experiments": "."}
+"""Packages whose tests are in a folder named for what they check (ARCHITECTURE.md); the
+experiments package's at the top, since the plugin reads every item under a folder named
+``experiments`` as an episode of an experiment spec."""
+
+
+def test_every_package_has_its_test_folder() -> None:
+    """The suite mirrors the package: ``tests/<package>/`` for each ``limbo_plugin/<package>/``."""
+    packages = {p.parent.name for p in (TESTS.parent / "limbo_plugin").glob("*/__init__.py")}
+    assert len(packages) > 10
+    assert sorted(p for p in packages if not (TESTS / ELSEWHERE.get(p, p)).is_dir()) == []
