@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ import scipy.stats  # noqa: F401  # imported once here: in-process pytester runs
 
 from limbo_plugin.extensions import DISABLE
 from limbo_plugin.spec.registry import SpecRegistry
+from limbo_plugin.testing.models import TextModel
+from limbo_plugin.testing.openai_server import OpenAIServer
 
 # Limbo's own suite tests Limbo: an extension installed in the same environment (a broken one
 # included) stays out of it, and of every run it starts. The tests of extensions turn them
@@ -50,6 +53,18 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def registry() -> SpecRegistry:
     return SpecRegistry.load(SPECS)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    """A running local OpenAI-compatible server (a fresh one per test, so recorded requests never
+    leak between tests); set ``openai_server.model`` to the scripted model the test needs.
+
+    The model-backed agent tests (tests/agents/) talk to it through real litellm calls over
+    HTTP, so the whole client stack (request building, response parsing, error mapping) is
+    exercised without a network or a key; tests/testing/ tests the server itself."""
+    with OpenAIServer(TextModel()) as server:
+        yield server
 
 
 SMALL = """\

@@ -113,6 +113,11 @@ def spec_files() -> list[SpecFile]:
     ]
 
 
+def table_head(*columns: str) -> list[str]:
+    """A Markdown table's header row and rule, for every table of the reference pages."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
 def public_api() -> tuple[Any, list[str]]:
     """The package and the names it exports."""
     import limbo_plugin
@@ -185,7 +190,7 @@ def pytest_options_page() -> str:
              "command line wins. An unknown value is a usage error (exit 4) naming the valid "
              "ones. What each option is for, with examples: [Running episodes]"
              "(../how-to/run-episodes.md).", "",
-             "| option | pytest.ini key | meaning | default |", "|---|---|---|---|"]
+             *table_head("option", "pytest.ini key", "meaning", "default")]
     for opt in pytest_options():
         flag = opt.flag if opt.kind == "switch" else f"{opt.flag} {opt.metavar}"
         ini = code(opt.ini) if opt.ini else "(command line only)"
@@ -250,7 +255,7 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[str]:
         rows.append(f"| {code(shown)} | {help_text} | {choices} | {default} |")
     if not rows:
         return []
-    return ["| argument | meaning | choices | default |", "|---|---|---|---|", *rows]
+    return [*table_head("argument", "meaning", "choices", "default"), *rows]
 
 
 def _command_section(path: list[str], summary: str,
@@ -283,7 +288,7 @@ def cli_page() -> str:
               "printed as one line on stderr. `limbo --version` prints the installed version.",
               "", "```text", parser.format_usage().strip().replace("usage: ", "", 1), "```", ""]
     lines += _argument_rows(parser)
-    lines += ["", "| command | what it does |", "|---|---|"]
+    lines += ["", *table_head("command", "what it does")]
     for name, summary, _ in _subcommands(parser):
         anchor = f"limbo-{name}"
         lines.append(f"| [`limbo {name}`](#{anchor}) | {plain(summary)} |")
@@ -377,7 +382,7 @@ def _model_tables(root: type[BaseModel], seen: set[type[BaseModel]]) -> list[str
             lines += [f"The whole file is one {_type_name(annotation)}.", ""]
             continue
         docs = _field_docs(model)
-        lines += ["| field | type | default | meaning |", "|---|---|---|---|"]
+        lines += table_head("field", "type", "default", "meaning")
         for name, field in model.model_fields.items():
             key = field.alias or name
             meaning = field.description or docs.get(name, "")
@@ -397,7 +402,7 @@ def spec_files_page() -> str:
              "it. An unknown field is an error naming its file and line, as is a value of the "
              "wrong kind (nothing is coerced). How to write one: [Writing specs]"
              "(../how-to/write-specs.md).", ""]
-    lines += ["| file | where | model |", "|---|---|---|"]
+    lines += table_head("file", "where", "model")
     for spec in spec_files():
         anchor = re.sub(r"[^a-z0-9]+", "-", spec.title.lower()).strip("-")
         lines.append(f"| [{spec.title}](#{anchor}) | `{spec.where}` | "

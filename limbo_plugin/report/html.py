@@ -46,7 +46,7 @@ PT_TO_PX = 4 / 3
 """CSS pixels per point: a figure shown at its natural size prints its 9 pt text at 12 px,
 the same in every card."""
 TEMPLATES = Path(__file__).parent / "templates"
-ASSETS = ("explorer.js", "report.css")
+ASSETS = ("dom.js", "explorer.js", "report.css")
 INDEX_FIELDS = ("uid", "test_id", "episode_id", "agent", "contract", "docs", "instruction",
                 "condition", "operator", "template", "instance", "focal_write", "fault_mode",
                 "family", "outcome", "duplicates", "behaviour", "final_status", "sim_seconds",

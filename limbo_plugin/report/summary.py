@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from limbo_plugin.atomic_files import write_text_atomically
@@ -37,22 +38,36 @@ def render_text(summary: Summary) -> list[str]:
         if summary.icc_line(label):
             lines.append(summary.icc_line(label))
         lines.append("")
-    lines.append("Rates are over fired episodes (all episodes for 'none'), with 95% Wilson "
-                 "intervals on the Kish effective sample size (clusters = templates).")
+    return lines + reading_notes(summary, code=lambda name: f"'{name}'") + run_notes(summary)
+
+
+def reading_notes(summary: Summary, *, code: Callable[[str], str]) -> list[str]:
+    """How to read the tables (what a rate is over, its interval, ρ), below them in the terminal
+    and in summary.md alike; ``code`` quotes a value the way the format shows one."""
+    notes = [f"Rates are over fired episodes (all episodes for {code('none')}), with 95% "
+             "Wilson intervals on the Kish effective sample size (clusters = templates)."]
     if summary.groups:
-        lines.append(ICC_EXPLAINED)
+        notes.append(ICC_EXPLAINED)
+    return notes
+
+
+def run_notes(summary: Summary) -> list[str]:
+    """What the rates leave out or do not show (infrastructure errors and what to do about them,
+    errors re-run, duplicates committed before an error, tokens and cost): one note each, the
+    same words in the terminal and in summary.md."""
+    notes = []
     if summary.errors:
-        lines.append(f"{summary.errors} episode(s) ended in an infrastructure error and are "
+        notes.append(f"{summary.errors} episode(s) ended in an infrastructure error and are "
                      "excluded; once the cause shown in each error is fixed, re-run them with "
                      "--limbo-resume.")
     if summary.rerun:
-        lines.append(f"{summary.rerun} earlier infrastructure error(s) were re-run "
+        notes.append(f"{summary.rerun} earlier infrastructure error(s) were re-run "
                      "successfully; the new records are counted.")
-    lines.extend(duplicates_before_error_lines(summary))
+    notes.extend(duplicates_before_error_lines(summary))
     usage = usage_line(summary)
     if usage:
-        lines.append(usage)
-    return lines
+        notes.append(usage)
+    return notes
 
 
 def duplicates_before_error_lines(summary: Summary) -> list[str]:
@@ -91,21 +106,8 @@ def render_markdown(summary: Summary) -> str:
         out.append("")
         if summary.icc_line(label):
             out += [summary.icc_line(label), ""]
-    out.append("Rates are over fired episodes (all episodes for `none`), with 95% Wilson "
-               "intervals on the Kish effective sample size (clusters = templates).")
-    if summary.groups:
-        out.append(ICC_EXPLAINED)
-    if summary.errors:
-        out.append(f"\n{summary.errors} episode(s) ended in an infrastructure error "
-                   "and are excluded.")
-    if summary.rerun:
-        out.append(f"\n{summary.rerun} earlier infrastructure error(s) were re-run "
-                   "successfully; the new records are counted.")
-    for line in duplicates_before_error_lines(summary):
-        out.append(f"\n{line}")
-    usage = usage_line(summary)
-    if usage:
-        out.append(f"\n{usage}")
+    out += reading_notes(summary, code=lambda name: f"`{name}`")  # one paragraph
+    out += [f"\n{note}" for note in run_notes(summary)]  # a paragraph each
     return "\n".join(out) + "\n"
 
 

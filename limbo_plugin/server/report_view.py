@@ -112,8 +112,9 @@ class RunHome:
 
 
 class HomeHandler(QuietHandler):
-    """``/`` the run list, ``/runs.json`` its data, ``/open?records=…[&to=explorer]`` a run's
-    report (built on demand), ``/view/<run>/…`` the built reports' files."""
+    """``/`` the run list, ``/dom.js`` its script helpers, ``/runs.json`` its data,
+    ``/open?records=…[&to=explorer]`` a run's report (built on demand), ``/view/<run>/…`` the
+    built reports' files."""
 
     home: RunHome
 
@@ -123,6 +124,9 @@ class HomeHandler(QuietHandler):
         url = urlsplit(self.path)
         if url.path in ("/", "/index.html"):
             self._send(200, (TEMPLATES / "runs.html").read_bytes(), "text/html; charset=utf-8")
+        elif url.path == "/dom.js":  # what the run list shares with the report's explorer
+            self._send(200, (TEMPLATES / "dom.js").read_bytes(),
+                       "text/javascript; charset=utf-8")
         elif url.path == "/runs.json":
             self._send(200, json.dumps(self.home.listing()).encode(), "application/json")
         elif url.path == "/open":

@@ -1,4 +1,5 @@
-"""Shared helpers of the scaffold tests: worlds, and running one model-backed episode."""
+"""Shared helpers of the scaffold tests: worlds, and running one model-backed episode (against
+the ``openai_server`` fixture of tests/conftest.py)."""
 
 from __future__ import annotations
 

@@ -104,13 +104,15 @@ def test_record_mode_rerecords_old_runs_and_auto_keeps_them(tmp_path: Path) -> N
     assert old.publish("ab" * 32, _turn("first"), {}).message["content"] == "first"
     # the same run adopts what it stored, even if a racing worker got another answer
     assert old.publish("ab" * 32, _turn("second"), {}).message["content"] == "first"
-    assert old.lookup("ab" * 32).message["content"] == "first"
+    adopted = old.lookup("ab" * 32)
+    assert adopted is not None and adopted.message["content"] == "first"
     # a later recording run replaces it; auto and replay use whatever is stored
     new = Cassette(tmp_path, "record", run_id="run-2")
     assert new.lookup("ab" * 32) is None
     assert new.publish("ab" * 32, _turn("third"), {}).message["content"] == "third"
     for mode in ("auto", "replay"):
-        assert Cassette(tmp_path, mode).lookup("ab" * 32).message["content"] == "third"
+        stored = Cassette(tmp_path, mode).lookup("ab" * 32)
+        assert stored is not None and stored.message["content"] == "third"
     assert Cassette(tmp_path, "auto").lookup("cd" * 32) is None
 
 

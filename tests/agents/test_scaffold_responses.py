@@ -130,6 +130,7 @@ def test_a_streamed_chat_completion_reassembles_in_the_openai_sdk(
         for choice in chunk.choices:
             content += choice.delta.content or ""
             for call in choice.delta.tool_calls or []:
+                assert call.function is not None
                 names.append(call.function.name)
                 arguments += call.function.arguments or ""
     assert content == "thinking" and names == ["wait"]

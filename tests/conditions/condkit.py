@@ -22,7 +22,7 @@ from limbo_plugin.experiments import iter_worlds
 from limbo_plugin.readback import unwrap
 from limbo_plugin.records import BASELINE_FOCAL, EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
-from limbo_plugin.spec.models import FaultModeSpec
+from limbo_plugin.spec.models import FaultModeSpec, Verification
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.templating import TemplateError, render
 from limbo_plugin.toolapi import ToolResult
@@ -50,11 +50,22 @@ class Case(NamedTuple):
     definition: ToolDefinition
     registry: SpecRegistry
 
-    mode = property(lambda self: self.key.fault_mode)
-    tool = property(lambda self: self.definition.name)
-    non_idempotent = property(lambda self: is_non_idempotent_write(self.definition))
-    """A repeat can duplicate it (key support or not)."""
-    verification = property(lambda self: self.definition.contract.verification)
+    @property
+    def mode(self) -> str:
+        return self.key.fault_mode
+
+    @property
+    def tool(self) -> str:
+        return self.definition.name
+
+    @property
+    def non_idempotent(self) -> bool:
+        """A repeat can duplicate it (key support or not)."""
+        return is_non_idempotent_write(self.definition)
+
+    @property
+    def verification(self) -> Verification:
+        return self.definition.contract.verification
 
     def __str__(self) -> str:
         return self.key.id

@@ -70,6 +70,7 @@ def test_blind_retry_duplicates_a_lost_ack_and_verify_first_does_not(
             record = _episode(name, policy, key, model_server, tmp_path)
             assert record.error is None, record.error
             # one model call per request the gateway saw (Codex's usage events are per turn)
+            assert record.usage is not None
             assert record.usage.model_calls == len(model_server.requests) - before, name
             reference = run_episode(key, RunConfig(agent=f"scripted:{policy}"), registry=REGISTRY)
             assert _graded(record) == _graded(reference), (name, policy, key.id)
@@ -158,8 +159,9 @@ def test_codex_sends_its_own_instructions_for_a_model_it_knows(
     _require("codex")
     known = "gpt-5.5"
     spec = find_harness("codex")
-    executable = installed_executable(spec)
-    assert executable is not None
+    installed = installed_executable(spec)
+    assert installed is not None
+    executable = str(installed)
     shipped = next(entry["base_instructions"] for entry in harness_catalog(spec, executable)
                    if entry["slug"] == known)
     assert len(shipped) > 5000  # Codex's own prompt, not a one-line stand-in
@@ -186,8 +188,9 @@ def test_codex_uses_the_fallback_entry_only_for_a_model_it_does_not_know(
         model_server: OpenAIServer, tmp_path: Path) -> None:
     _require("codex")
     spec = find_harness("codex")
-    executable = installed_executable(spec)
-    assert executable is not None
+    installed = installed_executable(spec)
+    assert installed is not None
+    executable = str(installed)
     assert is_known(spec, executable, "gpt-5.5") and not is_known(spec, executable, "scripted")
     entry = model_entry(spec, executable, "scripted")
     assert entry is not None and entry["slug"] == "scripted"

@@ -80,6 +80,7 @@ def test_each_episode_gets_an_empty_workdir_a_throwaway_home_and_a_clean_environ
     for _ in range(2):
         record = _run(fake_harness("env"), model_server, tmp_path / "reports")
         assert record.error is None and record.final_status == "completed"
+        assert record.harness is not None and record.harness.transcript is not None
         first_line = (Path(record.harness.transcript) / "00-stdout").read_text().splitlines()[0]
         seen.append(json.loads(first_line))
     homes = {s["env"]["HOME"] for s in seen}

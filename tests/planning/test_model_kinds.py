@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 
 from limbo_plugin.agents import registry
+from limbo_plugin.agents.base import Agent
+from limbo_plugin.agents.options import AgentOptions
 from limbo_plugin.agents.registry import AgentKind, calls_model, harness_of, model_of
 from limbo_plugin.planning.cost import budget
 
 
-def _unused(*args: object) -> None:
+def _unused(rest: str, options: AgentOptions) -> Agent:
     raise AssertionError("not built when planning")
 
 

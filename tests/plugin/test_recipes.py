@@ -309,7 +309,7 @@ def test_each_recipe_is_enough_to_run_what_it_adds(toy: pytest.Pytester) -> None
 SUITE = [
     "tests/test_tasks.py", "tests/test_study_designs.py", "tests/test_runconfig.py",
     "tests/test_architecture.py", "tests/test_episode_labels.py",
-    "tests/test_cli_bad_input.py::test_bad_input_is_one_line_and_exit_2[run unknown agent]",
+    "tests/cli/test_cli_bad_input.py::test_bad_input_is_one_line_and_exit_2[run unknown agent]",
     "tests/world/test_world_faults.py", "tests/world/test_world_services.py",
     "tests/world/test_service_tool_names.py", "tests/conditions/test_conditions_registry.py",
     "tests/conditions/test_conditions_oracles.py", "tests/conditions/test_conditions_guard.py",

@@ -120,7 +120,7 @@ def test_deselecting_the_harness_episodes_runs_the_rest_under_xdist(
         assert {r["agent"] for r in records(project)} == {"scripted:verify_first"}
 
 
-SLICES = {
+SLICES: dict[str, tuple[str, int, dict[str, set[object]]]] = {
     # experiment: (-k expression, episodes, what every record of the slice shows)
     "e1": ("migration_log-i5", 12, {"instance": {5}, "condition": {"vanilla"}}),
     "e2": ("incident_open-i0-ticket-timeout_post", 9,

@@ -196,25 +196,26 @@ def mcp_stub(*, refuse: dict[str, int] | None = None, errors: dict[str, str] | N
     or ``text/event-stream``) and closing the connection half-way through it; ``seen`` collects
     the method of every POST; with ``token``, a POST without ``Authorization: Bearer TOKEN`` is
     answered 401."""
-    refuse, errors, cut = refuse or {}, errors or {}, cut or {}
+    refusing, failing, cutting = refuse or {}, errors or {}, cut or {}
 
     class Stub(_Answering):
         def do_POST(self) -> None:
             message = self.read_body()
-            method = message.get("method") if isinstance(message, dict) else None
-            if seen is not None and isinstance(method, str):
-                seen.append(method)
+            named = message.get("method") if isinstance(message, dict) else None
+            method = named if isinstance(named, str) else ""  # "": in none of the tables
+            if seen is not None and isinstance(named, str):
+                seen.append(named)
             if method in drop:
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
-            if method in cut:  # the headers and a part of the body, then nothing
+            if method in cutting:  # the headers and a part of the body, then nothing
                 self.send_response(200)
-                self.send_header("Content-Type", cut[method])
-                if cut[method] == "application/json":
+                self.send_header("Content-Type", cutting[method])
+                if cutting[method] == "application/json":
                     self.send_header("Content-Length", "4096")
                 self.end_headers()
-                self.wfile.write(b'{"jsonrpc": "2.0", "id": ' if cut[method] ==
+                self.wfile.write(b'{"jsonrpc": "2.0", "id": ' if cutting[method] ==
                                  "application/json" else b"event: message\ndata: {")
                 self.wfile.flush()
                 self.close_connection = True
@@ -222,13 +223,13 @@ def mcp_stub(*, refuse: dict[str, int] | None = None, errors: dict[str, str] | N
                 return
             if token is not None and self.headers.get("authorization") != f"Bearer {token}":
                 self.answer(401, {"error": "invalid_token"})
-            elif method in refuse:
-                self.answer(refuse[method], {"error": "refused"})
+            elif method in refusing:
+                self.answer(refusing[method], {"error": "refused"})
             elif not isinstance(message, dict) or "id" not in message:
                 self.answer(202)  # a notification
-            elif method in errors:
+            elif method in failing:
                 self.answer(200, {"jsonrpc": "2.0", "id": message["id"],
-                                  "error": {"code": -32603, "message": errors[method]}})
+                                  "error": {"code": -32603, "message": failing[method]}})
             else:
                 self.answer(200, {"jsonrpc": "2.0", "id": message["id"],
                                   **_stub_result(method, message.get("params") or {})})

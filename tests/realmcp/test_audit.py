@@ -4,6 +4,7 @@ three third-party servers as they ship."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from realkit import REGISTRY, audit_json, catalogue_server, limbo, real_server
@@ -187,7 +188,7 @@ def test_a_proposed_read_back_finds_the_write_in_any_listed_collection() -> None
     (query,) = queries(ReadBack.model_validate(verify),
                        {"project": "OPS", "title": "Disk full", "description": "db-3"})
     assert query.arguments == {"project": "OPS"}
-    listing = {"tickets": [{"id": "T-1", "title": "Other", "description": "x"},
+    listing: dict[str, Any] = {"tickets": [{"id": "T-1", "title": "Other", "description": "x"},
                            {"id": "T-2", "title": "Disk full", "description": "db-3"}],
                "next": None}
     assert query.find(listing) == listing["tickets"][1]

@@ -35,7 +35,7 @@ FAULT_CLASS = {"lost_ack": "resolvable", "misleading_500": "resolvable",
 def record(*, template: str = "tpl_a", instance: int = 0, focal_write: str = "w1",
            fault_mode: str = "timeout_post", agent: str = "scripted:alpha",
            duplicated: bool = False, eos: bool | None = None, ts: bool = True,
-           overclaim: bool = False, fired: bool = True, focal_tool: str = "tickets_create",
+           overclaim: bool = False, fired: bool = True, focal_tool: str | None = "tickets_create",
            **fields: Any) -> EpisodeRecord:
     """One record; EOS defaults to 'task done and no duplicate'."""
     family = MODE_FAMILY[fault_mode]

@@ -145,6 +145,6 @@ def test_raw_and_holm_p_are_both_shown_labelled(runs: dict[str, list[EpisodeReco
         assert f"{adjusted[family.family]:.3g}" in row
     checks = compare_with_baseline(BaselineSpec(outcome="no_duplicate"), b, a)
     for check in checks:
-        family = check.name.split("[", 1)[1].split("]", 1)[0]
-        assert f"exact McNemar p={raw[family]:.3g}" in check.detail
-        assert f"Holm-adjusted p={adjusted[family]:.3g}" in check.detail
+        name = check.name.split("[", 1)[1].split("]", 1)[0]
+        assert f"exact McNemar p={raw[name]:.3g}" in check.detail
+        assert f"Holm-adjusted p={adjusted[name]:.3g}" in check.detail

@@ -28,8 +28,10 @@ def test_one_view_for_every_reader_under_one_name() -> None:
     others = [name for module in (read_module, load_module) for name, value in
               vars(module).items() if value is EpisodeView and name != "EpisodeView"]
     assert others == []
-    assert not hasattr(EpisodeView(*["x"] * 9, True, True, True, False, 0), "__dict__"), \
-        "slotted"
+    view = EpisodeView(episode_id="x", template="x", family="x", agent="x", contract="x",
+                       docs="x", instruction="x", condition="x", operator="x", fired=True,
+                       ts=True, eos=True, overclaim=False, duplicates=0)
+    assert not hasattr(view, "__dict__"), "slotted"
 
 
 def test_the_view_declares_the_records_fields_as_the_record_does() -> None:

@@ -14,6 +14,7 @@ import pytest
 from reportkit import BuiltReport, cell, record, write
 
 from limbo_plugin.cli import main
+from limbo_plugin.report.html import ASSETS, TEMPLATES
 from limbo_plugin.report.tables.base import Skipped
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -31,7 +32,7 @@ def test_outputs_of_a_report(real_report: BuiltReport) -> None:
     assert not (out / "tables" / "table10_cue.md").exists(), "never a table of zeros"
     assert (out / "index.html").is_file() and (out / "data" / "index.js").is_file()
     assert (out / "data" / "episodes-0000.js").is_file()
-    assert (out / "assets" / "explorer.js").is_file()
+    assert (out / "assets" / "explorer.js").is_file() and (out / "assets" / "dom.js").is_file()
 
 
 def test_the_waiting_figure_of_a_run_without_waiting_is_skipped(real_report: BuiltReport
@@ -147,3 +148,16 @@ def test_default_records_file_and_output(tmp_path: Path, monkeypatch: pytest.Mon
     assert main(["report"]) == 0
     assert "Read 4 record(s) from 1 file(s)" in capsys.readouterr().out
     assert (tmp_path / "reports" / "report" / "index.html").is_file()
+
+
+def test_the_pages_build_their_elements_with_one_shared_helper() -> None:
+    """``el`` is written once, in dom.js, which the report copies into its assets and both pages
+    (the report's explorer, ``limbo view``'s run list) load before the script that uses it."""
+    scripts = {p.name: p.read_text(encoding="utf-8") for p in TEMPLATES.iterdir()
+               if p.suffix in (".js", ".html", ".j2")}
+    assert [name for name, text in scripts.items() if "function el(" in text] == ["dom.js"]
+    assert "dom.js" in ASSETS
+    report, runs = scripts["report.html.j2"], scripts["runs.html"]
+    assert -1 < report.index('src="assets/dom.js"') < report.index('src="assets/explorer.js"')
+    assert -1 < runs.index('src="/dom.js"') < runs.index("LimboDom.el")
+    assert "LimboDom.el" in scripts["explorer.js"]

@@ -4,6 +4,7 @@ skipped with their table's reason."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import pytest
@@ -20,6 +21,10 @@ from limbo_plugin.report.figures import (
 )
 from limbo_plugin.report.tables import build_tables
 from limbo_plugin.report.tables.base import Skipped
+
+# A late commit 90 s after the timeout.
+LATE: dict[str, Any] = {"fault_mode": "timeout_late",
+                        "fault": {"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0}}
 
 
 def figures_for(tmp_path: Path, records: list) -> dict[str, Figure | Skipped]:
@@ -69,10 +74,8 @@ def test_a_figure_without_its_table_is_skipped_with_the_reason(tmp_path: Path) -
 
 
 def test_the_waiting_figure_tells_variants_of_one_condition_apart(tmp_path: Path) -> None:
-    late = {"fault_mode": "timeout_late",
-            "fault": {"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0}}
-    records = [*cell(4, 1, **late), *cell(4, 3, instruction="no_cue", **late),
-               *cell(4, 0, condition="wait_120", **late)]
+    records = [*cell(4, 1, **LATE), *cell(4, 3, instruction="no_cue", **LATE),
+               *cell(4, 0, condition="wait_120", **LATE)]
     figures = figures_for(tmp_path, records)
     valid(figures["waiting_vs_keys"])
     svg = (tmp_path / "figures" / "waiting_vs_keys.svg").read_text()
@@ -95,11 +98,9 @@ def test_figures_are_fit_for_print(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         return save(fig, directory, name)
 
     monkeypatch.setattr(figure_module, "_save", spy)
-    late = {"fault_mode": "timeout_late",
-            "fault": {"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0}}
     records = [*cell(6, 2, behaviour="blind_retry"),
-               *cell(4, 1, condition="wait_60", behaviour="verify_then_retry", **late),
-               *cell(4, 0, condition="wait_120", **late), *cell(4, 3, **late)]
+               *cell(4, 1, condition="wait_60", behaviour="verify_then_retry", **LATE),
+               *cell(4, 0, condition="wait_120", **LATE), *cell(4, 3, **LATE)]
     figures = figures_for(tmp_path, records)
     assert set(sizes) == {"dup_by_family", "dup_by_contract", "waiting_vs_keys", "behaviour"}
     for name, found in sizes.items():
@@ -128,10 +129,8 @@ def test_every_series_has_its_own_look() -> None:
 def test_the_waiting_figure_needs_a_waiting_policy(tmp_path: Path) -> None:
     """Late commits without any wait_<Δ> policy (not E5): one dot per panel compares nothing,
     so the figure is skipped with the reason."""
-    late = {"fault_mode": "timeout_late",
-            "fault": {"mode": "timeout_late", "t_fired": 0.0, "delay_s": 90.0}}
-    figures = figures_for(tmp_path, [*cell(4, 1, **late), *cell(4, 2, condition="guard",
-                                                                   **late)])
+    figures = figures_for(tmp_path, [*cell(4, 1, **LATE), *cell(4, 2, condition="guard",
+                                                                   **LATE)])
     waiting = figures["waiting_vs_keys"]
     assert isinstance(waiting, Skipped) and "no wait_<Δ> condition" in waiting.reason
     assert not (tmp_path / "figures" / "waiting_vs_keys.png").exists()

@@ -123,7 +123,7 @@ def test_h1_formula_and_both_fits(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert len(data) == 18 and sum(d["weak_read_path"] for d in data) == 6
     assert {d["template_instance"] for d in data} >= {"t1#0", "t2#10", "t3#20"}
     assert gee.calls[0][1]["cluster"] == "template"
-    assert [(r["method"].split()[0], r["odds_ratio"], r["p"]) for r in table.rows] == [
+    assert [(str(r["method"]).split()[0], r["odds_ratio"], r["p"]) for r in table.rows] == [
         ("Bayesian", 6.4, None), ("GEE", 2.9, 0.007)]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from reportkit import cell, clusters, load, record, same_configs, within_cell_rho, write
@@ -44,11 +45,22 @@ def check(got: object, k: int, n: int, cell_records: Sequence[EpisodeRecord],
     icc = within_cell_rho(same_configs(scope, cell_records), test)  # its configuration's cells
     expected = rate_with_interval(clusters(cell_records, test), icc=icc)
     assert (got.low, got.high) == (pytest.approx(expected.low), pytest.approx(expected.high))
+    assert got.low is not None and got.rate is not None and got.high is not None
     assert got.low <= got.rate <= got.high
 
 
 def dup(r: EpisodeRecord) -> bool:
     return r.duplicates > 0
+
+
+def flag(name: str) -> Callable[[EpisodeRecord], bool]:
+    """A yes/no outcome of a record (``ts``, ``eos``, ``overclaim``): every synthetic record
+    here has it set, so an unset one is a broken fixture, not a no."""
+    def test(r: EpisodeRecord) -> bool:
+        value = getattr(r, name)
+        assert isinstance(value, bool), (name, r.episode_id)
+        return value
+    return test
 
 
 # -- Table 3 -------------------------------------------------------------------------------------
@@ -83,14 +95,15 @@ def test_table3_agents_side_by_side_with_known_rates(tmp_path: Path) -> None:
     check(alpha["dup_none"], 0, 2, alpha_none, scope, dup)
     check(beta["dup_lost_ack"], 0, 6, beta_lost, scope, dup)
     check(beta["dup_late_commit"], 4, 4, beta_late, scope, dup)
-    check(alpha["ts_not_executed"], 1, 4, alpha_pre, scope, lambda r: r.ts)
+    check(alpha["ts_not_executed"], 1, 4, alpha_pre, scope, flag("ts"))
     alpha_faulted = [*alpha_lost, *alpha_late, *alpha_pre]
-    check(alpha["eos"], 10, 22, alpha_faulted, scope, lambda r: r.eos)
-    check(alpha["overclaim"], 8, 22, alpha_faulted, scope, lambda r: r.overclaim)
-    check(beta["overclaim"], 4, 10, [*beta_lost, *beta_late], scope, lambda r: r.overclaim)
+    check(alpha["eos"], 10, 22, alpha_faulted, scope, flag("eos"))
+    check(alpha["overclaim"], 8, 22, alpha_faulted, scope, flag("overclaim"))
+    check(beta["overclaim"], 4, 10, [*beta_lost, *beta_late], scope, flag("overclaim"))
     # beta never met a _pre world: an empty cell, never a zero.
     assert isinstance(beta["ts_not_executed"], RateCell) and beta["ts_not_executed"].n == 0
-    assert beta["dup_not_executed"].n == 0  # type: ignore[union-attr]
+    beta_not_executed = beta["dup_not_executed"]
+    assert isinstance(beta_not_executed, RateCell) and beta_not_executed.n == 0
     markdown = to_markdown(table)
     assert "| scripted:beta | 10 | — | 0.0% [" in markdown
     assert "30.0% [" in markdown and "(3/10)" in markdown
@@ -128,7 +141,7 @@ def test_table5_is_the_papers_families_by_contract_and_condition(tmp_path: Path)
                            tool="tickets_create", arguments=arguments,
                            response={"error": {"type": "timeout"}}, is_error=True)]
 
-    def late(k: int, templates: tuple[str, ...] = ("t1", "t2"), **kw: object
+    def late(k: int, templates: tuple[str, ...] = ("t1", "t2"), **kw: Any
              ) -> list[EpisodeRecord]:
         return cell(4, k, fault_mode="timeout_late", templates=templates, **kw)
 
@@ -158,10 +171,11 @@ def test_table5_is_the_papers_families_by_contract_and_condition(tmp_path: Path)
     check(late_row["native|vanilla"], 3, 4, native_late, scope, dup)  # t9 is not matched
     check(late_row["keys_everywhere|vanilla"], 1, 4, keys_late, scope, dup)
     check(late_row["keys_everywhere|guard"], 0, 4, keys_guard, scope, dup)
-    assert total["native|vanilla"].k == 3 and total["native|vanilla"].n == 4  # type: ignore[union-attr]
-    assert (key_row["keys_everywhere|vanilla"].k, key_row["keys_everywhere|vanilla"].n) == (
-        3, 4)  # type: ignore[union-attr]
-    assert eos_row["native|vanilla"].n == 4  # type: ignore[union-attr]
+    total_cell, key_cell, eos_cell = (
+        total["native|vanilla"], key_row["keys_everywhere|vanilla"], eos_row["native|vanilla"])
+    assert isinstance(total_cell, RateCell) and (total_cell.k, total_cell.n) == (3, 4)
+    assert isinstance(key_cell, RateCell) and (key_cell.k, key_cell.n) == (3, 4)
+    assert isinstance(eos_cell, RateCell) and eos_cell.n == 4
     assert "12 episode(s) on worlds only some of them ran are left out" in " ".join(table.notes)
 
 
@@ -222,7 +236,7 @@ def test_table6_waiting_versus_keys(tmp_path: Path) -> None:
     assert order == [("fixed", "native", "wait_120"), ("tail", "native", "vanilla"),
                      ("tail", "native", "wait_300"), ("tail", "keys_everywhere", "guard")]
     fixed_row, vanilla_row, wait_row, keys_row = table.rows
-    eos = lambda r: r.eos  # noqa: E731
+    eos = flag("eos")
     check(wait_row["eos"], 2, 4, wait_300, scope, eos)
     check(vanilla_row["eos"], 1, 4, vanilla, scope, eos)
     check(keys_row["eos"], 4, 4, keys, scope, eos)
@@ -268,8 +282,8 @@ def test_table7_conditions_with_costs(tmp_path: Path) -> None:
     a, b, pooled, guard = table.rows
     check(a["duplicate_rate"], 2, 4, vanilla_a, faulted, dup)
     check(pooled["duplicate_rate"], 2, 8, [*vanilla_a, *vanilla_b], faulted, dup)
-    check(guard["eos"], 3, 4, guard_a, faulted, lambda r: r.eos)
-    check(b["ts"], 4, 4, vanilla_b, faulted, lambda r: r.ts)
+    check(guard["eos"], 3, 4, guard_a, faulted, flag("eos"))
+    check(b["ts"], 4, 4, vanilla_b, faulted, flag("ts"))
     # Costs are over every episode of the row, the fault-free one included.
     assert a["episodes"] == 5 and a["tool_calls"] == pytest.approx((4 * 6 + 2) / 5)
     assert b["operator_min"] == pytest.approx(30.0)
@@ -298,7 +312,7 @@ def test_table7_in_the_papers_layout(tmp_path: Path) -> None:
     check(table.find(agent="litellm:a", measure="duplicate rate")["vanilla"], 2, 4, vanilla_a,
           faulted, dup)
     check(table.find(agent="litellm:a", measure="EOS")["guard"], 3, 4, guard_a, faulted,
-          lambda r: r.eos)
+          flag("eos"))
     assert table.find(agent="litellm:b", measure="TS")["guard"] is None  # b ran no guard
     calls = table.find(measure="tool calls")
     assert calls["vanilla"] == pytest.approx((4 * 6 + 2 + 4 * 8) / 9)
@@ -406,8 +420,8 @@ def test_tables_8_and_9_harnesses(tmp_path: Path) -> None:
     native = counted(everything)
     check(t8.rows[1]["dup_lost_ack"], 2, 4, copilot, native, dup)
     check(t8.rows[1]["dup_late_commit"], 2, 2, copilot_late, native, dup)
-    check(t8.rows[1]["eos_native"], 2, 6, [*copilot, *copilot_late], native, lambda r: r.eos)
-    check(t8.rows[1]["eos_guard"], 4, 4, copilot_guard, native, lambda r: r.eos)
+    check(t8.rows[1]["eos_native"], 2, 6, [*copilot, *copilot_late], native, flag("eos"))
+    check(t8.rows[1]["eos_guard"], 4, 4, copilot_guard, native, flag("eos"))
     assert t8.rows[1]["tokens"] == pytest.approx(1200.0)
     assert t8.rows[0]["eos_guard"].n == 0  # type: ignore[union-attr]
     assert t8.rows[0]["tokens"] is None  # no usage recorded: empty, never zero

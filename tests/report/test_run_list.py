@@ -22,6 +22,7 @@ from reportkit import BuiltReport
 
 from limbo_plugin.records import EpisodeRecord
 from limbo_plugin.report.gate import load_gate
+from limbo_plugin.report.html import TEMPLATES
 from limbo_plugin.report.run_list import RunList, find_runs, is_being_written
 from limbo_plugin.spec.registry import SpecRegistry
 from limbo_plugin.store.custody import RecordsLock, lock_path
@@ -173,6 +174,9 @@ def test_the_server_lists_and_refuses(home: tuple[Home, Path]) -> None:
     assert listing["gate"] == "release"
     assert [r["path"] for r in listing["runs"]] == ["episodes.jsonl",
                                                    "history/episodes.20260101T000000Z.jsonl"]
+    with urllib.request.urlopen(server.url + "dom.js", timeout=60) as answer:
+        assert answer.headers.get_content_type() == "text/javascript"
+        assert answer.read() == (TEMPLATES / "dom.js").read_bytes()
     for bad in ("open?records=../../etc/passwd", "open?records=notes.jsonl", "episodes.jsonl",
                 "view/../episodes.jsonl"):
         with pytest.raises(urllib.error.HTTPError) as refused:

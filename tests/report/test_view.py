@@ -33,6 +33,7 @@ class Served:
             if URL.match(self.lines[-1]):
                 break
         else:
+            assert self.process.stderr is not None
             raise AssertionError(f"no URL line: {self.lines} {self.process.stderr.read()}")
         self.url = URL.match(self.lines[-1]).group(2)  # type: ignore[union-attr]
 

@@ -114,7 +114,9 @@ def test_an_agent_that_edits_its_schemas_and_task_leaves_later_episodes_alone(
     after = run_episode(KEY, BLIND, registry=registry)
     assert after.comparable() == before.comparable()
     assert after.duplicates == before.duplicates > 0
-    schema = registry.catalog().get("billing_create_charge").input_schema
+    charge = registry.catalog().get("billing_create_charge")
+    assert charge is not None
+    schema = charge.input_schema
     assert schema["properties"]["currency"]["pattern"] == "^[a-z]{3}$"
 
 

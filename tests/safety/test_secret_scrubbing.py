@@ -173,7 +173,8 @@ class EchoGateway(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         auth = self.headers.get("Authorization", "")
         key = auth.removeprefix("Bearer ")
-        self.server.seen.append(key)  # type: ignore[attr-defined]
+        assert isinstance(self.server, EchoServer)
+        self.server.seen.append(key)
         message = (f"denied {auth}; upstream said {json.dumps({'authorization': auth})}; "
                    f"basic {base64.b64encode(f'user:{key}'.encode()).decode()}; "
                    f"url {urllib.parse.quote(key, safe='')}")
@@ -188,10 +189,17 @@ class EchoGateway(BaseHTTPRequestHandler):
         pass
 
 
+class EchoServer(ThreadingHTTPServer):
+    """The echoing gateway on a loopback port; ``seen``: the key of every request."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), EchoGateway)
+        self.seen: list[str] = []
+
+
 @pytest.fixture
-def echo_gateway() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), EchoGateway)
-    server.seen = []  # type: ignore[attr-defined]
+def echo_gateway() -> Iterator[EchoServer]:
+    server = EchoServer()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -200,7 +208,7 @@ def echo_gateway() -> Iterator[ThreadingHTTPServer]:
 
 
 def test_a_gateway_echoing_the_key_leaves_it_out_of_the_record(
-        fake_key: str, registry: SpecRegistry, echo_gateway: ThreadingHTTPServer) -> None:
+        fake_key: str, registry: SpecRegistry, echo_gateway: EchoServer) -> None:
     url = f"http://127.0.0.1:{echo_gateway.server_port}/v1"
     record = run_episode(EPISODE, RunConfig(agent="litellm:openai/scripted"), registry=registry,
                          agent_options=AgentOptions(model_options={"api_base": url},

@@ -61,12 +61,18 @@ def in_episode(body: Callable[[AgentSession], Any], key: EpisodeKey = LOST_ACK,
     return probe.result, record
 
 
+def connect(url: str, *, timeout: float) -> http.client.HTTPConnection:
+    """A connection (not yet opened) to ``url``'s host and port."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None, url
+    return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+
+
 def request(url: str, method: str, path: str, *, token: str | None = None,
             body: Any = None, raw: bytes | None = None,
             headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
     """One request on a fresh connection; the JSON body of the answer (every answer has one)."""
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    conn = connect(url, timeout=30)
     sent = dict(headers or {})
     if token is not None:
         sent["Authorization"] = f"Bearer {token}"
@@ -83,7 +89,7 @@ def mcp_post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[
     """One raw JSON-RPC POST to a streamable-HTTP MCP endpoint, as a client sends it (with the
     ``Accept`` the transport requires): status, headers (lower-case names) and body text."""
     parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    conn = connect(url, timeout=60)
     try:
         conn.request("POST", parts.path, body=body, headers={
             "Content-Type": "application/json", "Accept": "application/json, text/event-stream",

@@ -222,7 +222,7 @@ def test_arguments_nested_past_the_sdk_parser_over_http_are_answered_as_in_proce
                 mcp_http_server(lease.url, lease.token) as url:
             token = {"Authorization": f"Bearer {lease.token}"}
             deep = _deep_call_line(3, 600)
-            seen = {"no token": mcp_post(url, deep, {})[0]}
+            seen: dict[str, Any] = {"no token": mcp_post(url, deep, {})[0]}
             status, headers, _ = mcp_post(url, raw_line(INITIALIZE), token)
             assert status == 200, status
             session_id = {"Mcp-Session-Id": headers["mcp-session-id"]}

@@ -58,5 +58,6 @@ def test_a_service_with_a_version_pattern_loads(tmp_path: Path) -> None:
                                   "pattern: '^([a-z0-9]+[.])*[a-z0-9]+@[a-z0-9.-]+$'", 1))
     assert "pattern: '^([a-z0-9]+[.])*" in email.read_text(), "the control: the spec changed"
     registry = SpecRegistry.load(root)
-    schema = registry.catalog().get("email_send").input_schema
-    assert schema["properties"]["to"]["pattern"].startswith("^([a-z0-9]+[.])*")
+    send = registry.catalog().get("email_send")
+    assert send is not None
+    assert send.input_schema["properties"]["to"]["pattern"].startswith("^([a-z0-9]+[.])*")

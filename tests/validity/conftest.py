@@ -8,17 +8,13 @@ itself is proven by ``test_determinism.py``, which runs episodes twice on purpos
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
+from validitykit import ScriptedEpisode
 
 from limbo_plugin.episode import run_episode
 from limbo_plugin.records import EpisodeKey, EpisodeRecord
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
-
-ScriptedEpisode = Callable[..., EpisodeRecord]
-"""``scripted_episode(key, policy, contract="native")``: the record of a scripted policy."""
 
 
 @pytest.fixture(scope="session")

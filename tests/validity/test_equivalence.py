@@ -11,6 +11,8 @@ answers do not depend on whether the first attempt took effect.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from limbo_plugin.contracts import ToolDefinition
@@ -95,7 +97,8 @@ def test_group_members_are_indistinguishable(registry: SpecRegistry, group: str,
     assert checked >= len(keys)
 
 
-def first_difference(expected: list[tuple[object, ...]], got: list[tuple[object, ...]]) -> str:
+def first_difference(expected: Sequence[tuple[object, ...]], got: Sequence[tuple[object, ...]]
+                     ) -> str:
     for i, (a, b) in enumerate(zip(expected, got, strict=False)):
         if a != b:
             return f"observation {i}: {a!r} != {b!r}"

@@ -20,8 +20,8 @@ class CustomAgent:
 
     name = "custom"
 
-    def __init__(self, extra: Callable[[AgentSession], None], *, finish: str = "completed",
-                 before: Callable[[AgentSession], None] | None = None) -> None:
+    def __init__(self, extra: Callable[[AgentSession], object], *, finish: str = "completed",
+                 before: Callable[[AgentSession], object] | None = None) -> None:
         self.extra, self.before, self.finish = extra, before, finish
 
     def run(self, session: AgentSession) -> None:
@@ -108,6 +108,7 @@ def test_in_flight_commits_after_finish_are_graded(registry: SpecRegistry) -> No
                                     fault_mode="timeout_late_tail"),
                          RunConfig(agent="scripted:blind_retry"), registry=registry)
     commit_at = record.fault.commit_at
+    assert commit_at is not None
     assert commit_at > record.sim_seconds, "this world's delay outlasts the episode"
     assert record.duplicates == 1
     assert any(e.origin == "late" and e.t == commit_at for e in record.ledger)
@@ -175,7 +176,7 @@ def test_unresponsive_operator_leaves_escalate_first_uncertain(registry: SpecReg
 
 
 # -- a required effect is judged on the final state it asks for ---------------------------------
-def _status(ticket: str, status: str) -> Callable[[AgentSession], None]:
+def _status(ticket: str, status: str) -> Callable[[AgentSession], object]:
     return lambda s: s.call("tickets_set_status", {"ticket_id": ticket, "status": status})
 
 
@@ -273,7 +274,7 @@ def test_the_world_reports_every_seeded_record_id(registry: SpecRegistry) -> Non
 
 
 # -- updates count, and stop counting, through the fields a requirement checks ------------------
-def _upsert_flag(flag: str, values: dict[str, object]) -> Callable[[AgentSession], None]:
+def _upsert_flag(flag: str, values: dict[str, object]) -> Callable[[AgentSession], object]:
     return lambda s: s.call("db_upsert", {"table": "feature_flags", "key": {"flag": flag},
                                           "values": values})
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from predictions import predicted_duplicate
+from validitykit import ScriptedEpisode
 
 from limbo_plugin.experiments import iter_worlds
 from limbo_plugin.records import EpisodeKey
 from limbo_plugin.spec.registry import SpecRegistry
-from tests.validity.conftest import ScriptedEpisode
-from tests.validity.predictions import predicted_duplicate
 
 POLICIES = ("blind_retry", "verify_first", "same_key", "escalate_first")
 TASKS = Path(__file__).resolve().parents[2] / "specs" / "tasks"

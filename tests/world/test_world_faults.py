@@ -54,7 +54,8 @@ def test_fault_catalog_matches_the_spec(registry: SpecRegistry) -> None:
             assert mode.response == HTTP500_BODY and mode.cost_s == 1
     assert registry.fault_mode("http503").response == {"error": {
         "type": "http", "status": 503, "message": "Service Unavailable", "retry_after_s": 10}}
-    assert registry.fault_mode("http429").response["error"]["retry_after_s"] == 20
+    http429 = registry.fault_mode("http429").response
+    assert http429 is not None and http429["error"]["retry_after_s"] == 20
     assert registry.fault_mode("outage").outage_window_s == 300
     assert registry.fault_mode("timeout_late").late_delay_s == 90
     assert registry.fault_mode("timeout_late_tail").late_delay_range_s == (40, 7200)

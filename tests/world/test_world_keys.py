@@ -11,7 +11,7 @@ from limbo_plugin.spec.registry import SpecRegistry
 NON_IDEMPOTENT = ["billing_create_charge", "mastodon_publish", "weibo_publish",
                   "linkedin_publish", "x_publish", "tickets_create", "tickets_add_comment",
                   "email_send", "db_insert_rows", "db_insert_row", "deploy_trigger"]
-CHANGE = {
+CHANGE: dict[str, dict[str, object]] = {
     "billing_create_charge": {"amount_cents": 2600},
     "mastodon_publish": {"text": "Something else entirely"},
     "weibo_publish": {"text": "Something else entirely"},
@@ -57,7 +57,7 @@ def test_same_key_different_parameters_is_rejected(registry: SpecRegistry, tool:
     box = make_box(registry, contract=_contract_for(tool))
     first = box.call(tool, keyed(tool))
     before = box.ledger.to_json()
-    conflict = box.call(tool, keyed(tool, **CHANGE[tool]))
+    conflict = box.call(tool, {**keyed(tool), **CHANGE[tool]})
     assert conflict.is_error and conflict.status == 400
     assert conflict.error is not None and conflict.error["code"] == "idempotency_key_reused"
     assert box.ledger.to_json() == before

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from worldkit import MIGRATION_ROWS, make_box, write_args
 
@@ -374,7 +376,7 @@ def test_finish_records_the_final_report(box: Sandbox) -> None:
     assert box.call("finish", {"status": "great", "summary": ""}).is_error
 
 
-MINIMAL_SEEDS = {
+MINIMAL_SEEDS: dict[str, dict[str, Any]] = {
     "billing": {"customers": [{"id": "cus_a"}],
                 "charges": [{"id": "ch_1", "customer_id": "cus_a", "amount_cents": 5,
                              "description": "d"}]},

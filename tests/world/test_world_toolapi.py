@@ -71,6 +71,7 @@ def test_malformed_arguments_through_the_sandbox(box: Sandbox) -> None:
     """Sandbox.call passes falsy non-object arguments through instead of reading them as {}
     (an empty JSON text still means "no arguments", as models send it)."""
     assert not box.call("mastodon_list_posts", "").is_error
+    arguments: object
     for arguments in ([], 0, False):
         result = box.call("mastodon_list_posts", arguments)
         assert result.error_type == "invalid_arguments", arguments

@@ -2,11 +2,13 @@
  *
  * Data: window.LIMBO_INDEX (data/index.js) holds one compact row per episode; full records live
  * in data/episodes-NNNN.js chunks, loaded with a <script> tag when needed (fetch() is refused on
- * file:// URLs). Everything the records contain is inserted as text, never as HTML.
+ * file:// URLs). Everything the records contain is inserted as text, never as HTML (elements are
+ * made by assets/dom.js, which the page loads first).
  */
 (function () {
   'use strict';
   var INDEX = window.LIMBO_INDEX;
+  var el = window.LimboDom.el;  /* assets/dom.js, loaded before this file */
   var FIELDS = INDEX.fields;
   var COL = {};
   FIELDS.forEach(function (name, i) { COL[name] = i; });
@@ -24,20 +26,6 @@
     return values ? values[v] : v;
   }
 
-  function el(tag, attrs) {
-    var node = document.createElement(tag);
-    if (attrs) {
-      Object.keys(attrs).forEach(function (k) {
-        if (k === 'text') { node.textContent = attrs[k]; } else { node.setAttribute(k, attrs[k]); }
-      });
-    }
-    for (var i = 2; i < arguments.length; i++) {
-      var child = arguments[i];
-      if (child === null || child === undefined) { continue; }
-      node.appendChild(typeof child === 'string' ? document.createTextNode(child) : child);
-    }
-    return node;
-  }
 
   function stable(v) {
     if (Array.isArray(v)) { return '[' + v.map(stable).join(',') + ']'; }

@@ -13,7 +13,7 @@ from limbo_plugin.experiments import iter_worlds
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
-SPECS = str(Path(__file__).resolve().parents[1] / "specs")
+SPECS = str(Path(__file__).resolve().parents[2] / "specs")
 
 
 def test_list_templates_and_policies(capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,7 +26,7 @@ from limbo_plugin.reproduction.design import PAPER
 from limbo_plugin.reproduction.study import Study
 from limbo_plugin.spec.registry import SpecRegistry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "specs"
 DESIGN = {"e1": 7686, "e2": 8028, "e2k": 1784, "e3": 2904, "e3k": 968, "e4": 1728,
           "e5": 1960, "e6": 1128}

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import httpx2
 import openai
 import pytest
 
@@ -91,12 +92,12 @@ def _raised(error: BaseException, cause: BaseException | None = None) -> BaseExc
         return caught
 
 
-@pytest.mark.parametrize("error", [
-    openai.APIConnectionError(request=httpx.Request("POST", "http://127.0.0.1:9/v1")),
-    openai.InternalServerError("boom", response=httpx.Response(
-        500, request=httpx.Request("POST", "http://gw/v1")), body=None),
-    openai.AuthenticationError("no key", response=httpx.Response(
-        401, request=httpx.Request("POST", "http://gw/v1")), body=None),
+@pytest.mark.parametrize("error", [  # openai's errors carry its own HTTP client's (httpx2's)
+    openai.APIConnectionError(request=httpx2.Request("POST", "http://127.0.0.1:9/v1")),
+    openai.InternalServerError("boom", response=httpx2.Response(
+        500, request=httpx2.Request("POST", "http://gw/v1")), body=None),
+    openai.AuthenticationError("no key", response=httpx2.Response(
+        401, request=httpx2.Request("POST", "http://gw/v1")), body=None),
     httpx.ConnectError("refused"),
 ])
 def test_provider_errors_are_found_through_the_frameworks_wrapping(error: Exception) -> None:
