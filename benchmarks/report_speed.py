@@ -8,6 +8,15 @@ replicated under distinct configurations (models, conditions, instruction varian
 usage) until the wanted count is reached, so that no two records share an episode key and
 configuration. Each measurement runs ``limbo report`` in a fresh process and reports that
 process's wall time and peak resident set size, with the size of the input and of the report.
+
+    python benchmarks/report_speed.py --one-run [--records FILE] [--rounds 5] [--before DIR]
+
+``--one-run``: ``limbo report`` against ``limbo summary`` of one run of the default experiment
+(scripted, 785 episodes; run here first unless ``--records`` gives its file). Each command is a
+fresh ``python -m limbo_plugin.cli`` process, timed whole: wall time, its user + system CPU time
+and peak RSS (``os.wait4``); the two alternate for ``--rounds`` rounds and the medians are shown
+with the ratio report / summary. ``--before DIR`` times another checkout in the same rounds, so
+that before and after are measured side by side.
 """
 
 from __future__ import annotations
@@ -15,7 +24,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,6 +97,74 @@ def measure(command: str, records: Path, out: Path) -> None:
                       "peak_mib": peak_kib / 1024}))
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def default_run(records: Path) -> None:
+    """One scripted run of the default experiment, recorded to ``records``."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "specs", "-q", "-p", "no:randomly",
+                           "-p", "no:cacheprovider", f"--limbo-records={records}"], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, check=False)
+    if not records.is_file():
+        raise SystemExit(f"the default experiment wrote no records:\n{done.stdout[-2000:]}")
+
+
+def timed_cli(tree: Path, argv: list[str], cwd: Path) -> tuple[float, float, float]:
+    """One ``limbo`` process of checkout ``tree``: wall seconds, CPU seconds (user + system)
+    and peak RSS in MiB."""
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "limbo_plugin.cli", *argv], cwd=cwd,
+                               env={**os.environ, "PYTHONPATH": str(tree)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    assert process.stderr is not None
+    errors = process.stderr.read()
+    process.stderr.close()
+    process.returncode = 0  # reaped above
+    if status != 0:
+        raise SystemExit(f"limbo {' '.join(argv)} ({tree}) failed:\n{errors.decode()[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def one_run(records: Path | None, rounds: int, before: Path | None) -> None:
+    """``limbo report`` / ``limbo summary`` of one run of the default experiment, alternating,
+    medians (see the module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="limbo-report-ratio-") as tmp:
+        work = Path(tmp)
+        if records is None:
+            records = work / "run.jsonl"
+            default_run(records)
+        records = records.resolve()
+        count = sum(1 for _ in records.open("rb"))
+        trees = [("this checkout", ROOT)] + ([("before", before.resolve())] if before else [])
+        seen: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+        for round_ in range(rounds):
+            for name, tree in trees if round_ % 2 == 0 else trees[::-1]:
+                for command in ("summary", "report") if round_ % 2 == 0 else ("report",
+                                                                              "summary"):
+                    argv = ["summary", str(records)] if command == "summary" else \
+                        ["report", str(records), "--out", str(work / "report")]
+                    seen.setdefault((name, command), []).append(timed_cli(tree, argv, work))
+                    if command == "report":
+                        shutil.rmtree(work / "report")
+                        shutil.rmtree(work / "history", ignore_errors=True)
+    print(f"{count} records ({records.stat().st_size / 2**20:.1f} MiB), {rounds} alternating "
+          "rounds, medians")
+    print("| checkout | command | wall | CPU | peak RSS |")
+    print("|---|---|---|---|---|")
+    medians: dict[tuple[str, str], tuple[float, ...]] = {}
+    for (name, command), runs in seen.items():
+        medians[name, command] = tuple(statistics.median(r[i] for r in runs) for i in range(3))
+        wall, cpu, rss = medians[name, command]
+        print(f"| {name} | limbo {command} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB |")
+    for name, _ in trees:
+        report, summary = medians[name, "report"], medians[name, "summary"]
+        print(f"{name}: limbo report / limbo summary = {report[0] / summary[0]:.1f}x wall, "
+              f"{report[1] / summary[1]:.1f}x CPU")
+
+
 def directory_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
@@ -95,10 +175,20 @@ def main() -> None:
     parser.add_argument("--keep", default=None, help="keep the records and reports here")
     parser.add_argument("--command", choices=["report", "summary"], default="report",
                         help="the limbo command to time (summary: target (f), 100k < 30 s, 1 GB)")
+    parser.add_argument("--one-run", action="store_true",
+                        help="limbo report / limbo summary of one run of the default experiment")
+    parser.add_argument("--records", type=Path, default=None,
+                        help="--one-run: that run's record file (default: run it here first)")
+    parser.add_argument("--rounds", type=int, default=5, help="--one-run: alternating rounds")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="--one-run: also time this checkout, in the same rounds")
     parser.add_argument("--measure", nargs=2, metavar=("RECORDS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         measure(args.command, Path(args.measure[0]), Path(args.measure[1]))
+        return
+    if args.one_run:
+        one_run(args.records, args.rounds, args.before)
         return
     started = time.perf_counter()
     base = base_records()
@@ -123,8 +213,6 @@ def main() -> None:
         if not args.keep:
             records.unlink()
     if not args.keep:
-        import shutil
-
         shutil.rmtree(work)
 
 

@@ -12,6 +12,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -103,7 +104,12 @@ def run_fingerprint(config: object) -> str:
     """One string for a run configuration, or for the configuration a record was run under:
     what resume and reports use to tell configurations apart. Interned: a run keeps one per
     episode (selected, recorded) and holds few distinct configurations."""
-    return sys.intern("|".join(str(getattr(config, name)) for name in RUN_FIELDS))
+    return sys.intern("|".join(map(str, _RUN_VALUES(config))))
+
+
+_RUN_VALUES = attrgetter(*RUN_FIELDS)
+"""The configuration's values in :data:`RUN_FIELDS` order, in one call: a report of 100,000
+records builds this fingerprint a million times."""
 
 
 @dataclass(frozen=True)

@@ -110,8 +110,14 @@ class IccBook:
             raise ValueError(f"unknown ρ scope {scope!r}; valid: {', '.join(RHO_SCOPES)}")
         self.scope: RhoScope = scope
         self._by_config: dict[Config, list[Any]] = defaultdict(list)
+        # each episode's configuration, by identity: a report asks for the configurations of
+        # a cell's episodes a thousand times over, and building the fingerprint each time was
+        # most of a large report's table time (the book holds the episodes: no id is reused)
+        self._config_of: dict[int, Config] = {}
         for episode in episodes:
-            self._by_config[config_of(episode)].append(episode)
+            config = config_of(episode)
+            self._by_config[config].append(episode)
+            self._config_of[id(episode)] = config
         self._cache: dict[tuple[str, frozenset[Config]], Rho] = {}
 
     @property
@@ -157,7 +163,8 @@ class IccBook:
 
     def rate(self, episodes: Sequence[Any], measure: Measure) -> RateEstimate:
         """The cell's rate and interval, with ρ of its configuration(s) (or experiment(s))."""
-        rho = self.estimate(measure, {config_of(e) for e in episodes}).value
+        known = self._config_of
+        rho = self.estimate(measure, {known.get(id(e)) or config_of(e) for e in episodes}).value
         return rate_with_interval(by_template(episodes, measure.test), icc=rho)
 
     def describe(self, measure: Measure) -> str:

@@ -326,9 +326,10 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
                 loaded.errors_dropped += 1
                 continue
             row = to_view(record, facts, source, line.offset, len(line.raw))
-            if row.record_identity in in_file:
+            identity = row.record_identity
+            if identity in in_file:
                 loaded.duplicates_dropped += 1
-            in_file[row.record_identity] = row
+            in_file[identity] = row
         loaded.torn_lines += scan.torn_at is not None
         for identity, row in in_file.items():
             if identity in kept:
@@ -337,10 +338,11 @@ def load_records(paths: Sequence[str | Path], facts: SpecFacts) -> LoadedRecords
                 kept[identity] = row
     first: dict[tuple[Any, ...], EpisodeView] = {}
     for row in sorted(kept.values(), key=lambda r: r.repeat):
-        if row.run_key in first:
+        run_key = row.run_key
+        if run_key in first:
             loaded.repeats.append(row)
         else:
-            first[row.run_key] = row
+            first[run_key] = row
     loaded.rows = sorted(first.values(), key=sort_key)
     loaded.repeats.sort(key=lambda r: (*sort_key(r), r.repeat))
     return loaded

@@ -88,16 +88,18 @@ def _max_loglik(cells: pd.DataFrame, factors: Sequence[str]) -> float:
     R² needs. A rank-deficient design (one factor nested in another) is solved by pseudo-inverse
     and has the likelihood of its column space.
     """
+    # not statsmodels.api, which also loads time series and datasets (see gee.py)
     import numpy as np
     import pandas as pd
-    import statsmodels.api as sm
+    from statsmodels.genmod.families import Binomial
+    from statsmodels.genmod.generalized_linear_model import GLM
     from statsmodels.tools.sm_exceptions import PerfectSeparationWarning, SingularMatrixWarning
 
     y = cells["y"].to_numpy(dtype=float)
     weight = cells["weight"].to_numpy(dtype=float)
     dummies = [pd.get_dummies(cells[f], prefix=f, drop_first=True, dtype=float) for f in factors]
     exog = pd.concat([pd.Series(1.0, index=cells.index, name="const"), *dummies], axis=1)
-    model = sm.GLM(y, exog.to_numpy(), family=sm.families.Binomial(), freq_weights=weight)
+    model = GLM(y, exog.to_numpy(), family=Binomial(), freq_weights=weight)
     with warnings.catch_warnings():
         # Both are expected and handled as described above.
         warnings.simplefilter("ignore", PerfectSeparationWarning)

@@ -161,3 +161,21 @@ def test_the_pages_build_their_elements_with_one_shared_helper() -> None:
     assert -1 < report.index('src="assets/dom.js"') < report.index('src="assets/explorer.js"')
     assert -1 < runs.index('src="/dom.js"') < runs.index("LimboDom.el")
     assert "LimboDom.el" in scripts["explorer.js"]
+
+
+@pytest.mark.parametrize("preset", [None, "2"])
+def test_the_report_fits_on_one_blas_thread_unless_told(tmp_path: Path, preset: str | None
+                                                        ) -> None:
+    # OpenBLAS's worker threads only wait on each other over the fits' small matrices: the
+    # report sets one thread before numpy loads, and keeps a user's own setting.
+    path = write(tmp_path / "a.jsonl", [*cell(8, 3, agent="scripted:a"),
+                                        *cell(8, 5, agent="scripted:b")])
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    probe = ("import os, sys\nfrom limbo_plugin.cli import main\n"
+             f"main(['report', {str(path)!r}, '--out', {str(tmp_path / 'out')!r}])\n"
+             "print('numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env=env, check=True)
+    assert done.stdout.strip().splitlines()[-1] == f"True {preset or '1'}"
