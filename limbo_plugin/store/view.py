@@ -22,7 +22,7 @@ from typing import Protocol
 
 from pydantic import TypeAdapter
 
-from limbo_plugin.records import run_fingerprint
+from limbo_plugin.records import EpisodeRecord, run_fingerprint
 
 
 class Recorded(Protocol):
@@ -179,5 +179,19 @@ class EpisodeView:
         record)."""
         return _FROM_JSON.validate_json(line)
 
+    @classmethod
+    def from_record(cls, record: EpisodeRecord) -> EpisodeView:
+        """The view of a record this process holds, equal to :meth:`from_json` of its line
+        without parsing the line again (the controller's view of an episode it ran itself)."""
+        values = {name: getattr(record, name) for name in _RECORD_FIELDS}
+        usage = record.usage
+        if usage is not None:
+            values["usage"] = ViewUsage(usage.prompt_tokens, usage.completion_tokens,
+                                        usage.cost_usd, usage.unpriced_calls)
+        return cls(**values)
+
 
 _FROM_JSON = TypeAdapter(EpisodeView)
+_RECORD_FIELDS = tuple(name for name in EpisodeView.__dataclass_fields__
+                       if name != "usage" and name in EpisodeRecord.model_fields)
+"""The view's fields that are the record's own (the rest are labels a report adds)."""
