@@ -51,6 +51,10 @@ def pytest_runtest_logreport(report):
         "location": list(report.location)})
 
 
+def pytest_unconfigure(config):
+    episode_module.run_episode = real_run_episode  # pytester runs in this process
+
+
 def pytest_sessionfinish(session):
     protocol = session.config.pluginmanager.get_plugin("limbo-episode-protocol")
     Path("dump.json").write_text(json.dumps({
