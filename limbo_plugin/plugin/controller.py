@@ -473,8 +473,10 @@ class LimboController:
 def _in_experiments(nodeid: str) -> bool:
     """Whether a node id names an item of an experiment spec (``…/experiments/x.yaml::…``):
     a string test, as it runs for every report (node ids always use ``/``)."""
-    directory = nodeid.split("::", 1)[0].rpartition("/")[0]
-    return directory.rpartition("/")[2] == "experiments"
+    path = nodeid.split("::", 1)[0]
+    if not path.endswith((".yaml", ".yml")):  # a test module in a folder named experiments
+        return False
+    return path.rpartition("/")[0].rpartition("/")[2] == "experiments"
 
 
 def require_ready(plans: set[AgentPlan]) -> None:
