@@ -40,7 +40,13 @@ class Documented(BaseModel):
     The docstrings are read when the schema is made (:func:`limbo_plugin.store.schema.
     documented`), not when the models are defined: pydantic's ``use_attribute_docstrings``
     parses the module's source once per model, which cost every run about 40 ms of start-up.
+
+    Their validators and serialisers are built when a record is first made or read
+    (``defer_build``), not when this module is imported: a run that only collects (``--co``,
+    ``limbo list``) never builds them.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
 
 class EpisodeKey(BaseModel):

@@ -223,7 +223,12 @@ def _credential_variables() -> tuple[tuple[Any, Any], ...]:
     """The environment's credential variables, undecoded: what the scrubber depends on, and
     cheap to compare with the last ones. The other variables do not matter, and change all the
     time: pytest sets ``PYTEST_CURRENT_TEST`` at every phase of every test."""
+    global _scanned
     data, decode_name, _ = _raw_environment()
+    now = dict(data)  # a copy, and a comparison, in C: far cheaper than the scan below
+    now.pop(_CURRENT_TEST, None)
+    if _scanned is not None and _scanned[0] == now:
+        return _scanned[1]
     found = []
     for raw, value in data.items():
         kind = _names.get(raw)
@@ -233,7 +238,14 @@ def _credential_variables() -> tuple[tuple[Any, Any], ...]:
                                   "name" if is_credential_name(name) else "value")
         if kind == "name" or (kind == "value" and _may_hold_secret(value)):
             found.append((raw, value))
-    return tuple(found)
+    _scanned = (now, tuple(found))
+    return _scanned[1]
+
+
+_scanned: tuple[dict[Any, Any], tuple[tuple[Any, Any], ...]] | None = None
+"""The environment last scanned (without ``PYTEST_CURRENT_TEST``) and what it held."""
+_CURRENT_TEST: Any = (os.environ.encodekey("PYTEST_CURRENT_TEST")
+                      if hasattr(os.environ, "encodekey") else "PYTEST_CURRENT_TEST")
 
 
 def _may_hold_secret(raw_value: Any) -> bool:

@@ -39,9 +39,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 package and top-level module is named: one nobody placed has no layer (the test below fails),
 never a default one. ``""`` is the package root (``limbo_plugin/__init__.py``) alone."""
 
-ONLY_IN = {"pytest": {"plugin"}, "_pytest": set(), "litellm": {"agents.provider"},
+ONLY_IN = {"pytest": {"plugin"}, "_pytest": {"plugin.protocol"}, "litellm": {"agents.provider"},
            "allure": {"report.allure"}}
-"""Third-party packages only the named modules may import."""
+"""Third-party packages only the named modules may import. pytest's internals only where the
+episode's run protocol does what pytest's phase hooks do (``tests/plugin/test_protocol.py``
+holds it to pytest's own protocol, report for report)."""
 
 
 def module_name(path: Path) -> str:

@@ -82,6 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from limbo_plugin.plugin.worker_watch import watch_workers
 
     config.pluginmanager.register(ScrubbedReports(), "limbo-scrub-reports")
+    from limbo_plugin.plugin.protocol import EpisodeProtocol
+
+    config.pluginmanager.register(EpisodeProtocol(config), "limbo-episode-protocol")
     from limbo_plugin.plugin.leftover_threads import LeftoverThreads, outermost
 
     config.pluginmanager.register(LeftoverThreads(owner=outermost(config)),

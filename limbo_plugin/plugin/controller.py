@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from limbo_plugin.errors import LimboError, SpecError, UsageError
-from limbo_plugin.plugin.items import RECORD_ATTRIBUTE, SKIP_PROPERTY, EpisodeItem, SkipReason
+from limbo_plugin.plugin.items import (
+    RECORD_ATTRIBUTE,
+    SKIP_PROPERTY,
+    VIEW_ATTRIBUTE,
+    EpisodeItem,
+    SkipReason,
+)
 from limbo_plugin.plugin.settings import Limbo, RunState, _resolve
 from limbo_plugin.plugin.terminal import (
     hint_if_keyword_selects_nothing,
@@ -293,16 +299,18 @@ class LimboController:
                 self.run.writer.write(line)
                 self.take_outcome(line)
         line = report.__dict__.pop(RECORD_ATTRIBUTE, None)
+        outcome: EpisodeView | None = report.__dict__.pop(VIEW_ATTRIBUTE, None)
         if line is not None and self.run.writer is not None:
             from limbo_plugin.store.files import RecordWriteError
             from limbo_plugin.store.view import EpisodeView
 
-            try:  # read back before it is written: a line the file cannot hold stays out
-                outcome = EpisodeView.from_json(line)
-            except ValueError as exc:
-                self.run.late_notices.append(f"the record of {report.nodeid} does not read back "
-                                          f"({' '.join(str(exc).split())[:300]}); not written")
-                outcome = None
+            if outcome is None:  # from a worker: read back before it is written
+                try:  # a line the file cannot hold stays out
+                    outcome = EpisodeView.from_json(line)
+                except ValueError as exc:
+                    self.run.late_notices.append(
+                        f"the record of {report.nodeid} does not read back "
+                        f"({' '.join(str(exc).split())[:300]}); not written")
             if outcome is not None:
                 try:
                     self.run.writer.write(line)
@@ -465,8 +473,10 @@ class LimboController:
 def _in_experiments(nodeid: str) -> bool:
     """Whether a node id names an item of an experiment spec (``…/experiments/x.yaml::…``):
     a string test, as it runs for every report (node ids always use ``/``)."""
-    directory = nodeid.split("::", 1)[0].rpartition("/")[0]
-    return directory.rpartition("/")[2] == "experiments"
+    path = nodeid.split("::", 1)[0]
+    if not path.endswith((".yaml", ".yml")):  # a test module in a folder named experiments
+        return False
+    return path.rpartition("/")[0].rpartition("/")[2] == "experiments"
 
 
 def require_ready(plans: set[AgentPlan]) -> None:

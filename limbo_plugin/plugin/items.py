@@ -29,6 +29,11 @@ the controller takes it off the report (which pytest keeps to the end of the run
 the line."""
 
 
+VIEW_ATTRIBUTE = "limbo_view"
+"""In a run without workers, the same report also carries the record's
+:class:`~limbo_plugin.store.view.EpisodeView`, built from the record object, so the controller
+does not parse the line it is about to write (a worker's report carries the line alone)."""
+
 SKIP_PROPERTY = "limbo_skip"
 
 
@@ -291,6 +296,11 @@ class EpisodeItem(pytest.Item):
         lives to the end of the session, its record only until it is reported."""
         if self.record_line is not None:
             setattr(report, RECORD_ATTRIBUTE, self.record_line)
+            limbo: Limbo = self.config.stash[STATE]
+            if self.record is not None and not limbo.settings.is_worker:
+                from limbo_plugin.store.view import EpisodeView
+
+                setattr(report, VIEW_ATTRIBUTE, EpisodeView.from_record(self.record))
         self.record = None
         self.record_line = None
 

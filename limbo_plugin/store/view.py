@@ -16,13 +16,14 @@ use the record's fields only; the labels keep their neutral defaults there.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Protocol
 
 from pydantic import TypeAdapter
 
-from limbo_plugin.records import run_fingerprint
+from limbo_plugin.records import EpisodeRecord, run_fingerprint
 
 
 class Recorded(Protocol):
@@ -177,7 +178,27 @@ class EpisodeView:
     def from_json(cls, line: str | bytes) -> EpisodeView:
         """The view of one JSONL record line, unlabelled (``ValueError`` if it is not a
         record)."""
-        return _FROM_JSON.validate_json(line)
+        return _from_json().validate_json(line)
+
+    @classmethod
+    def from_record(cls, record: EpisodeRecord) -> EpisodeView:
+        """The view of a record this process holds, equal to :meth:`from_json` of its line
+        without parsing the line again (the controller's view of an episode it ran itself)."""
+        values = {name: getattr(record, name) for name in _RECORD_FIELDS}
+        usage = record.usage
+        if usage is not None:
+            values["usage"] = ViewUsage(usage.prompt_tokens, usage.completion_tokens,
+                                        usage.cost_usd, usage.unpriced_calls)
+        return cls(**values)
 
 
-_FROM_JSON = TypeAdapter(EpisodeView)
+@functools.cache
+def _from_json() -> TypeAdapter[EpisodeView]:
+    """The view's validator, built when a line is first read (not at import: a run that only
+    collects never reads one)."""
+    return TypeAdapter(EpisodeView)
+
+
+_RECORD_FIELDS = tuple(name for name in EpisodeView.__dataclass_fields__
+                       if name != "usage" and name in EpisodeRecord.model_fields)
+"""The view's fields that are the record's own (the rest are labels a report adds)."""

@@ -65,3 +65,22 @@ def test_a_record_that_ended_in_an_error_is_dropped_not_refused(tmp_path: Path) 
     errored = errored.model_copy(update={"ts": None, "eos": None, "overclaim": None})
     loaded = load([write(tmp_path / "r.jsonl", [*cell(4, 1), errored])])
     assert len(loaded.rows) == 4 and loaded.errors_dropped == 1
+
+
+def test_the_view_of_a_record_equals_the_view_of_its_line() -> None:
+    """A serial run's controller takes the view from the record it holds
+    (:meth:`EpisodeView.from_record`) instead of parsing the line it writes: the two agree on
+    every field, with usage, without it, and for an episode that ended in an error."""
+    from limbo_plugin.records import record_line
+
+    plain = cell(3, 1, fault_mode="timeout_late")
+    priced = [r.model_copy(update={"usage": Usage(prompt_tokens=12, completion_tokens=5,
+                                                  cost_usd=0.25, unpriced_calls=1),
+                                   "experiment": "e1", "arm": "a", "repeat": 2})
+              for r in plain]
+    errored = record(template="z", error="infrastructure error: the provider is down")
+    errored = errored.model_copy(update={"ts": None, "eos": None, "overclaim": None})
+    for each in [*plain, *priced, errored]:
+        held, line = record_line(each)
+        assert EpisodeView.from_record(held) == EpisodeView.from_json(line)
+    assert EpisodeView.from_record(priced[0]).usage == ViewUsage(12, 5, 0.25, 1)

@@ -48,3 +48,15 @@ def test_an_episode_without_a_record_is_named_and_run_again_on_resume(
     kept = [json.loads(line)["test_id"] for line in records.read_text().splitlines()]
     assert sorted(kept) == sorted({*kept, missing}) and len(kept) == 2, kept
     assert "left no record" not in again.stdout.str()
+
+
+def test_a_test_module_in_a_folder_named_experiments_is_no_episode(
+        project: pytest.Pytester) -> None:
+    """Only an experiment spec's items are episodes: a project's own tests kept in a folder
+    named ``experiments`` run beside the episodes without being counted as unrecorded ones."""
+    folder = project.path / "experiments"
+    folder.mkdir()
+    (folder / "test_design.py").write_text("def test_design():\n    assert True\n")
+    result = project.runpytest("--experiment", "small", "specs", "experiments")
+    result.assert_outcomes(passed=5, failed=3, xfailed=1)
+    assert "left no record" not in result.stdout.str()
