@@ -307,7 +307,7 @@ def test_each_recipe_is_enough_to_run_what_it_adds(toy: pytest.Pytester) -> None
 
 
 SUITE = [
-    "tests/test_tasks.py", "tests/test_study_designs.py", "tests/test_runconfig.py",
+    "tests/test_tasks.py", "tests/experiments/test_study_designs.py", "tests/test_runconfig.py",
     "tests/test_architecture.py", "tests/test_episode_labels.py",
     "tests/cli/test_cli_bad_input.py::test_bad_input_is_one_line_and_exit_2[run unknown agent]",
     "tests/world/test_world_faults.py", "tests/world/test_world_services.py",
@@ -319,7 +319,7 @@ SUITE = [
 ]
 """The parts of the project's own suite that read the specs and registries every recipe
 extends: counts, names, catalogs, the validity sweep, the tables, the MCP tool list."""
-STATED_IN_THE_DOCS = "tests/test_study_designs.py::test_the_docs_state_each_experiments_size"
+STATED_IN_THE_DOCS = "tests/experiments/test_study_designs.py::test_the_docs_state_each_experiments_size"
 """The documentation states the sizes of the shipped study; a template of one's own changes
 them."""
 

@@ -21,7 +21,7 @@ from limbo_plugin.experiments import Episode, load_experiment
 from limbo_plugin.runconfig import RunConfig
 from limbo_plugin.spec.registry import SpecRegistry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STUDY = ("e1", "e2", "e2k", "e3", "e3k", "e4", "e5", "e6")
 E1_EXCLUDED = ("timeout_late_tail",)
 """E1 runs every fault mode of the specs but these (and so grows with a new mode)."""
