@@ -319,7 +319,8 @@ SUITE = [
 ]
 """The parts of the project's own suite that read the specs and registries every recipe
 extends: counts, names, catalogs, the validity sweep, the tables, the MCP tool list."""
-STATED_IN_THE_DOCS = "tests/experiments/test_study_designs.py::test_the_docs_state_each_experiments_size"
+STATED_IN_THE_DOCS = (
+    "tests/experiments/test_study_designs.py::test_the_docs_state_each_experiments_size")
 """The documentation states the sizes of the shipped study; a template of one's own changes
 them."""
 
