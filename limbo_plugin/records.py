@@ -285,6 +285,10 @@ class Grade(Documented):
 class EpisodeRecord(Grade):
     """The graded outcome of one episode, with its full trace and ledger."""
 
+    # Frozen: run_episode builds a record whole, with its run's context, and nothing changes
+    # it afterwards (a changed copy is model_copy(update=...)).
+    model_config = ConfigDict(frozen=True)
+
     schema_version: int = RECORD_SCHEMA_VERSION
     """The record format's version; Limbo reads only its own."""
     run_id: str | None = None
@@ -380,8 +384,8 @@ class EpisodeRecord(Grade):
 
     @model_validator(mode="after")
     def _fill_test_id(self) -> EpisodeRecord:
-        if not self.test_id:
-            self.test_id = make_test_id(self.episode_id, self, self.repeat)
+        if not self.test_id:  # while it is validated, before it is frozen for its readers
+            object.__setattr__(self, "test_id", make_test_id(self.episode_id, self, self.repeat))
         return self
 
     @property

@@ -6,6 +6,9 @@ import json
 from dataclasses import fields
 from typing import Any
 
+import pydantic
+import pytest
+
 from limbo_plugin.episode import run_episode
 from limbo_plugin.records import EpisodeKey, EpisodeRecord, FaultReport
 from limbo_plugin.runconfig import RunConfig
@@ -44,3 +47,15 @@ def test_typed_entries_serialise_exactly_as_plain_json_objects_did(
         "ledger": [effect.to_json() for effect in record.ledger]})  # the Python values as made
     assert untyped.model_dump_json() == text
     assert EpisodeRecord.model_validate_json(text).model_dump_json() == text
+
+
+
+def test_a_record_is_frozen_once_built(registry: SpecRegistry) -> None:
+    """``run_episode`` builds a record whole, with its run's context; nothing changes it after
+    (the plugin used to set fields on it after it returned)."""
+    key = EpisodeKey(template="invoice_batch", instance=0, focal_write="charge_1",
+                     fault_mode="timeout_late")
+    record = run_episode(key, RunConfig(agent="scripted:blind_retry"), registry=registry)
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
+        record.duplicates = 3  # type: ignore[misc]
+    assert record.model_copy(update={"duplicates": 3}).duplicates == 3

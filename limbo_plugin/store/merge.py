@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from limbo_plugin.records import RUN_FIELDS
 from limbo_plugin.store.custody import RecordsLock, require_own_file
@@ -44,6 +44,24 @@ class Place:
     line: int
     offset: int
     length: int
+
+
+class Identity(NamedTuple):
+    """One recorded episode, as the store's reader identifies it
+    (:func:`~limbo_plugin.store.view.record_identity`): the same world and configuration in
+    two experiments, or in two arms of one, are two episodes, not a conflict."""
+
+    experiment: str | None
+    arm: str | None
+    repeat: int
+    episode_id: str
+    fingerprint: str
+
+    def described(self) -> str:
+        where = "".join(f" in {kind} {value}" for kind, value in
+                        (("experiment", self.experiment), ("arm", self.arm)) if value)
+        repeat = f" (repeat {self.repeat})" if self.repeat else ""
+        return f"episode {self.episode_id}{repeat}{where} ({self.fingerprint})"
 
 
 @dataclass
@@ -123,13 +141,14 @@ def merge_records(out: str | Path, inputs: Sequence[str | Path]) -> MergeResult:
 
 def _merge(out: Path, sources: list[Path]) -> MergeResult:
     result = MergeResult(out=out, sources=sources)
-    kept: dict[tuple[str, str], Kept] = {}
+    kept: dict[Identity, Kept] = {}
     for source, path in enumerate(sources):
         scan: RecordScan[dict[str, Any]] = RecordScan(path)
         for line, record in parsed_lines(scan, parse_merged_line):
             result.read += 1
-            identity = (record["episode_id"] + f"#{record.get('repeat') or 0}",
-                        "|".join(str(record[name]) for name in RUN_FIELDS))
+            identity = Identity(record.get("experiment"), record.get("arm"),
+                                record.get("repeat") or 0, record["episode_id"],
+                                "|".join(str(record[name]) for name in RUN_FIELDS))
             candidate = Kept(place=Place(source, line.number, line.offset, len(line.raw)),
                              digest=_digest(record), error=record.get("error") is not None,
                              order=tuple(record[name] for name in ORDER))
@@ -143,7 +162,7 @@ def _merge(out: Path, sources: list[Path]) -> MergeResult:
     return result
 
 
-def _keep(kept: dict[tuple[str, str], Kept], identity: tuple[str, str], candidate: Kept,
+def _keep(kept: dict[Identity, Kept], identity: Identity, candidate: Kept,
           result: MergeResult) -> None:
     present = kept.get(identity)
     if present is None:
@@ -160,9 +179,8 @@ def _keep(kept: dict[tuple[str, str], Kept], identity: tuple[str, str], candidat
         a, b = present.place, candidate.place
         raise RecordFileError(
             f"{result.sources[a.source]}:{a.line} and {result.sources[b.source]}:{b.line} hold "
-            f"different records of episode {identity[0].removesuffix('#0')} ({identity[1]}): "
-            "two runs of it, not "
-            "two shards of one run; compare repeat runs with `limbo report A B` instead")
+            f"different records of {identity.described()}: two runs of it, not two shards of "
+            "one run; compare repeat runs with `limbo report A B` instead")
 
 
 def _write(result: MergeResult, records: list[Kept]) -> None:

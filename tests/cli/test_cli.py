@@ -66,7 +66,8 @@ def test_gate_never_passes_on_records_that_all_errored(tmp_path: Path, registry:
         for key in keys:
             record = run_episode(key, RunConfig(agent="scripted:verify_first"),
                                  registry=registry)
-            record.error = "openai/x: AuthenticationError (HTTP 401): invalid key"
+            record = record.model_copy(
+                update={"error": "openai/x: AuthenticationError (HTTP 401): invalid key"})
             handle.write(record.model_dump_json() + "\n")
     gate = tmp_path / "gate.yaml"
     gate.write_text("name: g\nthresholds:\n  - {metric: duplicate_rate, family: lost_ack, "

@@ -148,7 +148,8 @@ def test_limbo_show_prints_an_episodes_error(tmp_path: pytest.TempPathFactory,
 
     key = next(iter(iter_worlds(registry, ["incident_open"], [0], "all", ["timeout_post"])))
     record = run_episode(key, RunConfig(), registry=registry)
-    record.error = "litellm:openai/x: AuthenticationError (HTTP 401): invalid key"
+    record = record.model_copy(
+        update={"error": "litellm:openai/x: AuthenticationError (HTTP 401): invalid key"})
     path = Path(str(tmp_path)) / "episodes.jsonl"
     path.write_text(record.model_dump_json() + "\n")
     assert main(["show", record.test_id, "--records", str(path)]) == 0

@@ -183,6 +183,31 @@ def test_different_records_of_one_episode_are_a_conflict_naming_both(
     assert err.count("\n") == 1 and err.startswith("limbo: ")
 
 
+def test_one_world_in_two_experiments_or_arms_is_two_episodes_not_a_conflict(
+        shard_files: list[Path], tmp_path: Path) -> None:
+    """The merge identifies a record as the store's reader does: experiment, arm, repeat,
+    world and configuration. The same world run in two experiments (E2 and E3 share their
+    worlds) or two arms is two episodes, both kept; within one arm it is still a conflict."""
+    records = lines(shard_files[0])[:3]
+    by_experiment = []
+    for name, arm in (("e2", None), ("e3", None), ("e3", "b")):
+        path = tmp_path / f"{name}-{arm}.jsonl"
+        path.write_text("".join(json.dumps({**r, "experiment": name, "arm": arm,
+                                            "duplicates": r["duplicates"] + len(by_experiment)})
+                                + "\n" for r in records))
+        by_experiment.append(path)
+    out = tmp_path / "out.jsonl"
+    result = merge_records(out, by_experiment)
+    assert result.written == 9 and result.duplicates == 0
+    assert {(r["experiment"], r["arm"]) for r in lines(out)} == {("e2", None), ("e3", None),
+                                                                  ("e3", "b")}
+    clash = tmp_path / "clash.jsonl"
+    clash.write_text("".join(json.dumps({**r, "experiment": "e3", "arm": "b"}) + "\n"
+                             for r in records))
+    with pytest.raises(RecordFileError, match="in experiment e3 in arm b"):
+        merge_records(tmp_path / "out2.jsonl", [by_experiment[2], clash])
+
+
 def test_a_successful_record_supersedes_an_infrastructure_error(shard_files: list[Path],
                                                                tmp_path: Path) -> None:
     records = lines(shard_files[0])

@@ -150,7 +150,8 @@ def test_a_lone_surrogate_in_an_error_or_summary_is_escaped_not_lost(
     record = run_episode(KEY, registry=registry, agent=Scripted(odd_summary))
     assert record.trace[-1].is_error  # the world refuses text that is not Unicode
     line_of(record)
-    record.summary = "all done \udcfe"  # and should any reach a record, it is escaped
+    # and should any reach a record, it is escaped
+    record = record.model_copy(update={"summary": "all done \udcfe"})
     cleaned, line = record_line(record)
     assert cleaned.summary == "all done \\udcfe"
     assert EpisodeRecord.model_validate_json(line).summary == "all done \\udcfe"
