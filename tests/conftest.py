@@ -84,3 +84,15 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     (pytester.path / "specs" / "experiments" / "small.yaml").write_text(SMALL)
     pytester.makeini("[pytest]\ntestpaths = specs\naddopts = -p no:cacheprovider -p no:benchmark\n")
     return pytester
+
+
+@pytest.fixture
+def no_harnesses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A machine on which none of the harness CLIs is installed: an empty harness cache, and
+    ``PATH`` without the folders that hold one."""
+    from limbo_plugin.agents.harness_install import BUILT_IN, CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-harness-cache"))
+    kept = [d for d in os.environ.get("PATH", "").split(os.pathsep)
+            if not any(shutil.which(name, path=d) for name in BUILT_IN)]
+    monkeypatch.setenv("PATH", os.pathsep.join(kept))

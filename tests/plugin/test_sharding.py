@@ -189,7 +189,7 @@ def test_one_world_in_two_experiments_or_arms_is_two_episodes_not_a_conflict(
     world and configuration. The same world run in two experiments (E2 and E3 share their
     worlds) or two arms is two episodes, both kept; within one arm it is still a conflict."""
     records = lines(shard_files[0])[:3]
-    by_experiment = []
+    by_experiment: list[Path] = []
     for name, arm in (("e2", None), ("e3", None), ("e3", "b")):
         path = tmp_path / f"{name}-{arm}.jsonl"
         path.write_text("".join(json.dumps({**r, "experiment": name, "arm": arm,

@@ -6,14 +6,10 @@ and without xdist) but never stops collection."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from limbo_plugin.agents.harness_install import BUILT_IN, CACHE_ENV
 from limbo_plugin.agents.prompts import SYSTEM_PROMPT
 from limbo_plugin.cli import main
 from limbo_plugin.conditions.wording import PARAPHRASES
@@ -41,14 +37,6 @@ def collected(result: pytest.RunResult) -> Counter[str]:
                    for line in result.outlines if line.startswith("specs/experiments/")
                    and "::" in line)
 
-
-@pytest.fixture
-def no_harnesses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A machine on which none of the harness CLIs is installed."""
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-harness-cache"))
-    kept = [d for d in os.environ.get("PATH", "").split(os.pathsep)
-            if not any(shutil.which(name, path=d) for name in BUILT_IN)]
-    monkeypatch.setenv("PATH", os.pathsep.join(kept))
 
 
 AGENT_KINDS = {

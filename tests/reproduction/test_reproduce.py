@@ -5,9 +5,7 @@ end to end into a report holding every paper table and figure."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -16,8 +14,6 @@ from pathlib import Path
 import pytest
 
 from limbo_plugin.agents.harness_install import (
-    BUILT_IN,
-    CACHE_ENV,
     find_harness,
     installed_executable,
 )
@@ -112,13 +108,6 @@ def test_model_agents_stop_after_the_budget(tmp_path: Path,
     assert "Nothing was run: this study calls models. Re-run with --yes" in printed
     assert not out.exists()
 
-
-@pytest.fixture
-def no_harnesses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-harness-cache"))
-    kept = [d for d in os.environ.get("PATH", "").split(os.pathsep)
-            if not any(shutil.which(name, path=d) for name in BUILT_IN)]
-    monkeypatch.setenv("PATH", os.pathsep.join(kept))
 
 
 def test_a_missing_harness_stops_before_anything_runs(
