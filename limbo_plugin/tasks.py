@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from limbo_plugin.errors import SpecError
 from limbo_plugin.spec.loader import LoadedYaml, load_yaml, validate
@@ -25,6 +25,7 @@ from limbo_plugin.world.ids import stable_int
 from limbo_plugin.world.seeds import base_seed, rng_for
 
 if TYPE_CHECKING:
+    from limbo_plugin.contracts import ToolCatalog
     from limbo_plugin.spec.registry import SpecRegistry
     from limbo_plugin.world.ledger import Effect
 
@@ -107,6 +108,17 @@ class TaskInstance:
                        f"{focal_id!r}; valid: {valid}")
 
 
+class TemplateSources(Protocol):
+    """What a template reads of the spec tree to build its instances: the native tool catalog
+    (which tools its services have, which are writes) and the value pools. The registry is
+    one; a template sees no more of it."""
+
+    @property
+    def pools(self) -> Mapping[str, list[Any]]: ...
+
+    def catalog(self) -> ToolCatalog: ...
+
+
 @dataclass
 class TaskTemplate:
     """A loaded, validated template; instances are built on demand and cached."""
@@ -114,7 +126,7 @@ class TaskTemplate:
     spec: TemplateSpec
     file: Path
     doc: LoadedYaml
-    registry: SpecRegistry
+    sources: TemplateSources
     _instances: dict[int, TaskInstance] = field(default_factory=dict)
 
     @property
@@ -132,7 +144,7 @@ class TaskTemplate:
 
     def _build(self, instance: int) -> TaskInstance:
         spec, seed = self.spec, base_seed(self.spec.name, instance)
-        catalog = self.registry.catalog()
+        catalog = self.sources.catalog()
         tools = {t.name for t in catalog.for_services(spec.services)}
 
         def known(tool: str, *, write: bool = False) -> str:
@@ -143,7 +155,7 @@ class TaskTemplate:
                 raise TemplateError(f"{tool!r} is not a write")
             return tool
 
-        params: dict[str, Any] = {"instance": instance, "pools": self.registry.pools}
+        params: dict[str, Any] = {"instance": instance, "pools": self.sources.pools}
         for name, param in spec.params.items():
             with self._at(("params", name), instance):
                 params[name] = _draw(name, param, params, seed)
@@ -522,7 +534,7 @@ def load_template(file: Path, registry: SpecRegistry) -> TaskTemplate:
     if unknown:
         raise doc.error(("services",), f"unknown services: {', '.join(unknown)}; valid: "
                         + ", ".join(s for s in registry.services if s != "general"))
-    template = TaskTemplate(spec=spec, file=file, doc=doc, registry=registry)
+    template = TaskTemplate(spec=spec, file=file, doc=doc, sources=registry)
     for instance in (0, 1):
         template.instantiate(instance)
     return template
