@@ -55,6 +55,6 @@ def test_parameters_depend_only_on_template_and_instance(registry: SpecRegistry)
     template = registry.template("release_announcement")
     first = template.instantiate(0)
     rebuilt = type(template)(spec=template.spec, file=template.file, doc=template.doc,
-                             registry=registry).instantiate(0)
+                             sources=registry).instantiate(0)
     assert first.params == rebuilt.params
     assert first.params != template.instantiate(1).params
