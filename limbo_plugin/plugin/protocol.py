@@ -28,14 +28,21 @@ which print or skip phases. Items other than episodes always go through pytest's
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import pytest
-from _pytest.runner import CallInfo, check_interactive_exception, get_reraise_exceptions
+from _pytest.logging import caplog_handler_key, caplog_records_key
+from _pytest.runner import (
+    CallInfo,
+    _update_current_test_var,
+    check_interactive_exception,
+    get_reraise_exceptions,
+)
 from _pytest.skipping import evaluate_skip_marks, evaluate_xfail_marks, xfailed_key
+from _pytest.threadexception import collect_thread_exception
+from _pytest.unraisableexception import collect_unraisable
 
 from limbo_plugin.plugin.items import EpisodeItem
 
@@ -78,12 +85,14 @@ class EpisodeProtocol:
         """Decided at the first episode, when every plugin has registered."""
         self.capture: Any = None
         self.logging: Any = None
+        self.reraise: tuple[type[BaseException], ...] = ()
 
     def decide(self) -> bool:
         config = self.config
         manager = config.pluginmanager
         self.capture = manager.get_plugin("capturemanager")
         self.logging = manager.get_plugin("logging-plugin")
+        self.reraise = get_reraise_exceptions(config)
         logging_usable = self.logging is None or (
             hasattr(self.logging, "_runtest_for") and hasattr(self.logging, "log_cli_handler"))
         return (not foreign_phase_plugins(config) and logging_usable
@@ -115,8 +124,6 @@ class EpisodeProtocol:
             self.report(item, "teardown", lambda: self.teardown(item, nextitem))
         finally:
             if self.logging is not None:
-                from _pytest.logging import caplog_handler_key, caplog_records_key
-
                 if caplog_records_key in item.stash:
                     del item.stash[caplog_records_key]
                 if caplog_handler_key in item.stash:
@@ -124,7 +131,7 @@ class EpisodeProtocol:
 
     def report(self, item: EpisodeItem, when: Phase, body: Callable[[], None]
                ) -> pytest.TestReport:
-        call = CallInfo.from_call(body, when=when, reraise=get_reraise_exceptions(self.config))
+        call = CallInfo.from_call(body, when=when, reraise=self.reraise)
         ihook = item.ihook
         report: pytest.TestReport = ihook.pytest_runtest_makereport(item=item, call=call)
         ihook.pytest_runtest_logreport(report=report)
@@ -134,7 +141,7 @@ class EpisodeProtocol:
 
     def setup(self, item: EpisodeItem) -> None:
         config = self.config
-        current_test(item, "setup")
+        _update_current_test_var(item, "setup")
         skipped = evaluate_skip_marks(item)
         if skipped:
             raise pytest.skip.Exception(skipped.reason, _use_item_location=True)
@@ -150,8 +157,6 @@ class EpisodeProtocol:
         """The episode's output and log records, as its setup phase's report sections."""
         with contextlib.ExitStack() as stack:  # nested as pytest nests the two plugins
             if self.logging is not None:
-                from _pytest.logging import caplog_records_key
-
                 self.logging.log_cli_handler.set_when("setup")
                 item.stash[caplog_records_key] = {}
                 stack.enter_context(self.logging._runtest_for(item, "setup"))
@@ -160,7 +165,7 @@ class EpisodeProtocol:
             yield
 
     def call(self, item: EpisodeItem) -> None:
-        current_test(item, "call")
+        _update_current_test_var(item, "call")
         try:
             item.runtest()
         except Exception as exc:  # for post-mortem debugging, as pytest keeps it
@@ -169,24 +174,14 @@ class EpisodeProtocol:
             raise
 
     def teardown(self, item: EpisodeItem, nextitem: pytest.Item | None) -> None:
-        current_test(item, "teardown")
-        try:
-            item.session._setupstate.teardown_exact(nextitem)
-        finally:
-            os.environ.pop("PYTEST_CURRENT_TEST", None)
-
-
-def current_test(item: pytest.Item, when: Phase) -> None:
-    """``PYTEST_CURRENT_TEST``, as pytest sets it in each phase."""
-    os.environ["PYTEST_CURRENT_TEST"] = f"{item.nodeid} ({when})".replace("\x00", "(null)")
+        _update_current_test_var(item, "teardown")
+        item.session._setupstate.teardown_exact(nextitem)
+        _update_current_test_var(item, None)
 
 
 def collect_thread_errors(config: pytest.Config) -> None:
     """What threads raised and what could not be raised, reported as pytest's plugins do once
     per phase (here once per episode)."""
-    from _pytest.threadexception import collect_thread_exception
-    from _pytest.unraisableexception import collect_unraisable
-
     manager = config.pluginmanager
     if manager.has_plugin("threadexception"):
         collect_thread_exception(config)
