@@ -133,10 +133,14 @@ def one_run(records: Path | None, rounds: int, before: Path | None) -> None:
     medians (see the module docstring)."""
     with tempfile.TemporaryDirectory(prefix="limbo-report-ratio-") as tmp:
         work = Path(tmp)
+        if before is not None and not (before / "limbo_plugin").is_dir():
+            raise SystemExit(f"--before {before}: not a checkout of Limbo (no limbo_plugin/)")
         if records is None:
             records = work / "run.jsonl"
             default_run(records)
         records = records.resolve()
+        if not records.is_file():
+            raise SystemExit(f"--records {records}: no such record file")
         count = sum(1 for _ in records.open("rb"))
         trees = [("this checkout", ROOT)] + ([("before", before.resolve())] if before else [])
         seen: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
