@@ -4,7 +4,8 @@ A ``python:`` agent runs inside the test process (``limbo_plugin.agents.python_a
 thread it starts and never stops, unless it is a daemon, keeps the interpreter alive after the
 last record: Python joins every such thread at exit, and a CI job then hangs until its own
 time limit. At the very end of the run (the last ``pytest_unconfigure``), :class:`LeftoverThreads`
-gives those threads :data:`GRACE_S` seconds to finish; if some are still running it names them
+gives those threads :data:`GRACE_S` seconds to finish (a thread pool's idle workers, which Python
+itself would end at exit, are told to end at once); if some are still running it names them
 on stderr and ends the process with the run's own exit status, its records, reports and
 summaries already written.
 """
@@ -15,6 +16,7 @@ import os
 import sys
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -26,6 +28,28 @@ def blocking_threads() -> list[threading.Thread]:
     """Threads Python would wait for at exit: alive, not daemons, not the main one."""
     main = threading.main_thread()
     return [t for t in threading.enumerate() if t is not main and not t.daemon and t.is_alive()]
+
+
+def release_pool_workers() -> None:
+    """Tell every thread pool's workers that the interpreter is ending, as Python's own exit
+    handler (``concurrent.futures.thread._python_exit``) does before it joins them: an idle
+    worker then ends at once, a busy one when its task ends.
+
+    A pool nobody shut down (litellm keeps one for its logging callbacks; an agent may leave
+    its own) holds non-daemon threads that wait on their queue for ever, and Python ends them
+    only at exit. Without this, each would wait out the whole grace and be named as an agent's
+    leftover. A worker whose task hangs still counts against the grace and is named."""
+    pools: Any = sys.modules.get("concurrent.futures.thread")  # its internals are private
+    if pools is None:  # no pool was ever made
+        return
+    try:
+        with pools._global_shutdown_lock:
+            pools._shutdown = True
+        queues = list(pools._threads_queues.values())
+    except AttributeError:  # another Python's internals: the grace still covers them
+        return
+    for queue in queues:
+        queue.put(None)
 
 
 def wait_for(threads: list[threading.Thread], grace_s: float) -> list[threading.Thread]:
@@ -66,6 +90,7 @@ class LeftoverThreads:
         threads = blocking_threads()
         if not threads:
             return
+        release_pool_workers()
         left = wait_for(threads, self.grace_s)
         if not left:
             return

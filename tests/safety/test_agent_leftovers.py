@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -40,6 +41,9 @@ class Spawns:
 THREAD_AGENT = f"""\
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+
+POOLS = []
 
 
 class Lingers:
@@ -47,6 +51,29 @@ class Lingers:
 
     def run(self, session):
         threading.Thread(target=time.sleep, args=(600,), name="agent-poller").start()
+        # two pools kept and never shut down: one idle (Python ends its worker at exit), one
+        # whose task hangs (that worker would keep the run alive like the thread above)
+        POOLS.append(ThreadPoolExecutor(thread_name_prefix="agent-idle-pool"))
+        POOLS[-1].submit(len, "x").result()
+        POOLS.append(ThreadPoolExecutor(thread_name_prefix="agent-busy-pool"))
+        POOLS[-1].submit(time.sleep, 600)
+        {FINISH}
+"""
+
+IDLE_POOL_AGENT = f"""\
+from concurrent.futures import ThreadPoolExecutor
+
+
+POOL = ThreadPoolExecutor(thread_name_prefix="agent-idle-pool")
+
+
+class LeavesAPool:
+    name = "leaves-a-pool"
+
+    def run(self, session):
+        # a pool kept and never shut down, as litellm keeps one for its logging: its worker
+        # waits on its queue until Python ends it at exit
+        POOL.submit(len, "x").result()
         {FINISH}
 """
 
@@ -96,23 +123,45 @@ def test_a_thread_an_agent_leaves_does_not_keep_the_run_alive(project: pytest.Py
         timeout=300)  # a hang limit: the thread sleeps for 600 s
     # the run's own exit status: its one episode failed (the agent finished without the task)
     assert "1 failed" in done.stdout and done.returncode == 1, done.stdout[-2000:]
-    assert "1 thread(s) an agent started were still running" in done.stderr
-    assert "agent-poller" in done.stderr
+    assert "2 thread(s) an agent started were still running" in done.stderr, done.stderr
+    assert "agent-poller" in done.stderr and "agent-busy-pool" in done.stderr
+    assert "agent-idle-pool" not in done.stderr
     records = (project.path / "reports" / "episodes.jsonl").read_text().splitlines()
     assert len(records) == 1
 
 
-STOPPABLE_THREAD_AGENT = f"""\
-import threading
+def test_an_idle_thread_pool_does_not_hold_the_run(project: pytest.Pytester) -> None:
+    """A pool's idle worker is not an agent's leftover: the run ends without waiting out the
+    grace for it or naming it (before, every serial run of a litellm agent waited 10 s for
+    litellm's logging pool and then blamed the agent)."""
+    (project.path / "pool_agent.py").write_text(IDLE_POOL_AGENT)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--experiment", "small", "-k",
+         "incident_open and lost_ack", "--agent", "python:pool_agent:LeavesAPool", "-p",
+         "no:cacheprovider"], cwd=project.path, capture_output=True, text=True, timeout=300)
+    assert "1 failed" in done.stdout and done.returncode == 1, done.stdout[-2000:]
+    assert "still running" not in done.stderr, done.stderr
+    assert len((project.path / "reports" / "episodes.jsonl").read_text().splitlines()) == 1
 
-STOP = threading.Event()
+
+STOPPABLE_THREAD_AGENT = f"""\
+import os
+import threading
+import time
+
+STOP_FILE = os.path.abspath("stop-the-poller")  # the run's directory: the test's project
+
+
+def poll():
+    while not os.path.exists(STOP_FILE):
+        time.sleep(0.02)
 
 
 class Lingers:
     name = "lingers"
 
     def run(self, session):
-        threading.Thread(target=STOP.wait, name="agent-poller").start()
+        threading.Thread(target=poll, name="agent-poller").start()
         {FINISH}
 """
 
@@ -127,6 +176,11 @@ def test_a_run_inside_another_leaves_its_host_process_alone(project: pytest.Pyte
                                    "--agent", "python:stoppable_agent:Lingers")
         result.assert_outcomes(failed=1)  # and this process is still here to see it
     finally:
-        agent_module = sys.modules.get("stoppable_agent")
-        if agent_module is not None:
-            agent_module.STOP.set()  # type: ignore[attr-defined]
+        # The thread is stopped through a file, not the agent module: pytester takes the
+        # modules an in-process run imported out of sys.modules when the run returns, and a
+        # thread left waiting would keep this test process alive at its exit.
+        (project.path / "stop-the-poller").touch()
+        for thread in threading.enumerate():
+            if thread.name == "agent-poller":
+                thread.join(timeout=30)
+                assert not thread.is_alive(), "the agent's thread did not stop"
