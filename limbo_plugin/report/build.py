@@ -138,28 +138,33 @@ def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
     _require("matplotlib")
     _require("jinja2")
     _one_blas_thread()
-    from limbo_plugin.report.figures import build_figures
+    from limbo_plugin.report import figure_worker
     from limbo_plugin.report.html import render_html
 
     out = Path(out)
     made = _make_folder(out)
+    job = figure_worker.start()  # imports matplotlib while the records load
     try:
-        loaded = load_records(paths, SpecFacts.of(registry))
-        if not loaded.rows:
-            raise LimboError(f"no graded episode in {', '.join(str(p) for p in paths)} "
-                             f"({loaded.read} record(s) read, {loaded.errors_dropped} "
-                             "infrastructure error(s))")
-    except BaseException:
-        if made:  # nothing was written: leave no empty folder behind
-            with contextlib.suppress(OSError):
-                out.rmdir()
-        raise
-    kept_previous = keep_earlier_report(out)
-    tables = build_tables(loaded.rows, loaded.repeats, registry, rho=rho)
-    for table in tables:
-        if isinstance(table, Table):
-            write_table(table, out / "tables")
-    figures = build_figures(tables, out / "figures")
+        try:
+            loaded = load_records(paths, SpecFacts.of(registry))
+            if not loaded.rows:
+                raise LimboError(f"no graded episode in {', '.join(str(p) for p in paths)} "
+                                 f"({loaded.read} record(s) read, {loaded.errors_dropped} "
+                                 "infrastructure error(s))")
+        except BaseException:
+            if made:  # nothing was written: leave no empty folder behind
+                with contextlib.suppress(OSError):
+                    out.rmdir()
+            raise
+        kept_previous = keep_earlier_report(out)
+        tables = build_tables(loaded.rows, loaded.repeats, registry, rho=rho,
+                              before_fits=lambda ready: job.draw(ready, out / "figures"))
+        for table in tables:
+            if isinstance(table, Table):
+                write_table(table, out / "tables")
+        figures = job.result()
+    finally:
+        job.close()
     outcome = ReportOutcome(out=out, index=out / "index.html", loaded=loaded, tables=tables,
                             figures=list(figures), kept_previous=kept_previous)
     render_html(out, loaded, tables, figures, loaded.messages())

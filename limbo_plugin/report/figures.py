@@ -70,6 +70,18 @@ def _pyplot() -> Any:
     return plt
 
 
+def warm_up() -> None:
+    """Import what drawing and writing a figure will: pyplot, the PDF and SVG backends, the
+    PNG writer and the font subsetter of the PDF's embedded fonts (a figure worker does this
+    while the tables it draws from are made)."""
+    from importlib import import_module
+
+    _pyplot()
+    for module in ("matplotlib.backends.backend_pdf", "matplotlib.backends.backend_svg",
+                   "fontTools.subset", "PIL.PngImagePlugin"):
+        import_module(module)
+
+
 def _save(fig: Any, directory: Path, name: str) -> tuple[Path, ...]:
     directory.mkdir(parents=True, exist_ok=True)
     png, svg, pdf = (directory / f"{name}.{ext}" for ext in ("png", "svg", "pdf"))
