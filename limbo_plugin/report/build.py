@@ -141,9 +141,10 @@ def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
     from limbo_plugin.report import figure_worker
     from limbo_plugin.report.html import render_html
 
+    processes = figure_worker.processes_wanted()
     out = Path(out)
     made = _make_folder(out)
-    job = figure_worker.start()  # imports matplotlib while the records load
+    job = figure_worker.start(processes)  # imports matplotlib while the records load
     try:
         try:
             loaded = load_records(paths, SpecFacts.of(registry))

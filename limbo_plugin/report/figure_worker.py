@@ -45,15 +45,17 @@ PROCESSES_ENV = "LIMBO_REPORT_PROCESSES"
 """``1``: draw the figures in the report's own process; ``2``: in a worker process whatever
 the CPUs; unset: a worker when it can pay (two CPUs or more, matplotlib not yet imported)."""
 
-_BOOT = ("import sys, json\n"
-         "sys.path[:] = json.loads(sys.argv[1])\n"
-         "try:\n"
+_BOOT = ("try:\n"
+         "    import signal, sys, json\n"
+         "    signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+         "    sys.path[:] = json.loads(sys.argv[1])\n"
          "    from limbo_plugin.report.figure_worker import serve\n"
          "except BaseException:\n"
-         "    sys.exit(3)\n"
+         "    raise SystemExit(3) from None\n"
          "serve()\n")
-"""The worker's program: this process's import path, then :func:`serve`. A worker that cannot
-import Limbo exits 3 without a word, and the figures are drawn in the report's process."""
+"""The worker's program: Ctrl-C ends it quietly (as it ends the report), this process's import
+path, then :func:`serve`. A worker that cannot import Limbo exits 3 without a word, and the
+figures are drawn in the report's process."""
 
 
 class FigureJob(Protocol):
@@ -157,10 +159,10 @@ def processes_wanted() -> int:
     return 2 if (cpus or 1) >= 2 else 1
 
 
-def start() -> FigureJob:
-    """A worker drawing the figures, when the report may use two processes and one starts;
-    else the figures are drawn in this process."""
-    if processes_wanted() == 2:
+def start(processes: int) -> FigureJob:
+    """A worker drawing the figures, when the report may use two ``processes`` and one
+    starts; else the figures are drawn in this process."""
+    if processes == 2:
         with contextlib.suppress(OSError):
             return Worker()
     return InProcess()
