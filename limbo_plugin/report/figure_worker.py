@@ -7,9 +7,10 @@ figures need not wait for the fits: :func:`start` launches a worker that imports
 while the records load, is handed the figures' tables as soon as they exist, and draws while
 this process fits. On two cores the report takes about the longer half instead of both.
 
-The worker is a fresh interpreter (``sys.executable``, this process's ``sys.path``) fed one
-pickle on stdin and answering one pickle on stdout: the figures, or the exception drawing them
-raised, which is raised again here, so an error reads as it would in one process. It draws with
+The worker is a fresh interpreter (``sys.executable``, this process's ``sys.path``) fed the
+tables as JSON on stdin and answering in JSON on stdout (the few table and figure types, named;
+never pickle): the figures, or the error drawing them raised, which is raised again here as the
+same ``OSError`` or ``LimboError``, so it reads as it would in one process. It draws with
 the same code and settings, so the files are byte-identical either way. It dies with this
 process: Ctrl-C reaches both (the worker ends without a traceback), an interrupted or failed
 report kills it, and a worker whose parent is gone (its stdin closes) exits at once. A worker
@@ -24,9 +25,9 @@ already paid, and a fresh worker would pay it again per report).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -103,7 +104,11 @@ class Worker:
         self._work = (list(tables), directory)
         process = self._process
         assert process is not None and process.stdin is not None
-        data = pickle.dumps(self._work, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            data = json.dumps(_encode(self._work)).encode()
+        except (TypeError, ValueError):  # a value JSON cannot carry: result() draws here
+            self._stop()
+            return
         try:  # the worker reads its stdin from its first instant: this does not block long
             process.stdin.write(len(data).to_bytes(8, "big") + data)
             process.stdin.flush()
@@ -116,10 +121,10 @@ class Worker:
             answer = process.stdout.read()
             self._stop()
             if answer:
-                kind, value = pickle.loads(answer)
-                if kind == "error":
-                    raise value
-                figures: list[FigureResult] = value
+                reply = json.loads(answer, object_hook=_decode)
+                if "error" in reply:
+                    raise _error(reply["error"])
+                figures: list[FigureResult] = reply["figures"]
                 return figures
         fallback = InProcess()  # no worker, or one that ended without an answer
         assert self._work is not None, "draw() comes before result()"
@@ -188,20 +193,20 @@ def serve() -> None:
     received.wait()
     if not work:
         os._exit(0)
-    answer: tuple[str, Any]
+    answer: dict[str, Any]
     try:
-        tables, directory = pickle.loads(work[0])
-        answer = ("ok", figures.build_figures(tables, directory))
+        tables, directory = json.loads(work[0], object_hook=_decode)
+        answer = {"figures": _encode(figures.build_figures(tables, directory))}
     except Exception as exc:  # raised again in the report's process
-        answer = ("error", _portable(exc))
+        answer = {"error": _described(exc)}
     with contextlib.suppress(OSError):
-        stdout.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+        stdout.write(json.dumps(answer).encode())
         stdout.flush()
     os._exit(0)
 
 
 def _read(stdin: BinaryIO, work: list[bytes], received: threading.Event) -> None:
-    """The tables (8 bytes of length, then the pickle), then wait for stdin to close: when it
+    """The tables (8 bytes of length, then their JSON), then wait for stdin to close: when it
     does before the answer is written, the report is gone, and so is the worker."""
     try:
         head = stdin.read(8)
@@ -214,10 +219,67 @@ def _read(stdin: BinaryIO, work: list[bytes], received: threading.Event) -> None
     os._exit(0)
 
 
-def _portable(exc: Exception) -> Exception:
-    """``exc`` if it survives a pickle round trip, else a RuntimeError saying what it was."""
-    try:
-        pickle.loads(pickle.dumps(exc))
-    except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
-    return exc
+def _types() -> dict[str, type]:
+    """What crosses between the two processes, by name: the tables and the figures."""
+    from limbo_plugin.report.figures import Figure
+    from limbo_plugin.report.tables.base import Column, RateCell, Skipped, Table
+
+    return {t.__name__: t for t in (Column, Figure, RateCell, Skipped, Table)}
+
+
+def _encode(value: Any) -> Any:
+    """``value`` as JSON values: a table or figure type as its fields and its name, a path
+    and a tuple marked as such. Floats keep every digit (``repr``), NaN included."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        name = type(value).__name__
+        if _types().get(name) is not type(value):
+            raise TypeError(f"{name} is not one of the types a figure worker exchanges")
+        return {"__type__": name, **{f.name: _encode(getattr(value, f.name))
+                                     for f in dataclasses.fields(value)}}
+    if isinstance(value, Path):
+        return {"__path__": str(value)}
+    if isinstance(value, tuple):
+        return {"__tuple__": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _encode(v) for k, v in value.items()}
+    return value
+
+
+def _decode(value: dict[str, Any]) -> Any:
+    if "__type__" in value:
+        fields = dict(value)
+        return _types()[fields.pop("__type__")](**fields)
+    if "__path__" in value:
+        return Path(value["__path__"])
+    if "__tuple__" in value:
+        return tuple(value["__tuple__"])
+    return value
+
+
+def _described(exc: Exception) -> dict[str, Any]:
+    from limbo_plugin.errors import LimboError
+
+    if isinstance(exc, OSError):
+        return {"os": [exc.errno, exc.strerror, exc.filename], "text": str(exc)}
+    if isinstance(exc, LimboError):
+        return {"limbo": str(exc)}
+    return {"text": f"{type(exc).__name__}: {exc}"}
+
+
+def _error(described: dict[str, Any]) -> Exception:
+    """The worker's error as this process raises it: an ``OSError`` of the same class, errno
+    and file (``OSError(errno, ...)`` picks the subclass), a ``LimboError`` with its message,
+    else a ``RuntimeError`` naming what it was."""
+    from limbo_plugin.errors import LimboError
+
+    if "os" in described:
+        errno, strerror, filename = described["os"]
+        if errno is None:
+            return OSError(described["text"])
+        return OSError(errno, strerror, filename) if filename is not None \
+            else OSError(errno, strerror)
+    if "limbo" in described:
+        return LimboError(described["limbo"])
+    return RuntimeError(f"drawing the figures failed: {described['text']}")

@@ -157,3 +157,26 @@ def test_an_interrupted_report_leaves_no_worker(records: Path, tmp_path: Path,
             break
         time.sleep(0.01)
     assert not alive(workers[0])
+
+
+def test_tables_cross_to_the_worker_whole(records: Path, registry: SpecRegistry) -> None:
+    """The tables the figures are drawn from reach the worker equal, every float to its last
+    digit (JSON, never pickle)."""
+    import json
+
+    from limbo_plugin.report.load import SpecFacts, load_records
+
+    loaded = load_records([records], SpecFacts.of(registry))
+    tables = build_tables(loaded.rows, loaded.repeats)
+    sent = json.loads(json.dumps(figure_worker._encode((tables, Path("x")))),
+                      object_hook=figure_worker._decode)
+    assert sent == (tables, Path("x"))
+
+
+def test_a_limbo_error_in_the_worker_is_one_line_here() -> None:
+    from limbo_plugin.errors import LimboError
+
+    error = figure_worker._error(figure_worker._described(LimboError("--out x: no room")))
+    assert isinstance(error, LimboError) and str(error) == "--out x: no room"
+    other = figure_worker._error(figure_worker._described(KeyError("k")))
+    assert isinstance(other, RuntimeError) and "KeyError" in str(other)
