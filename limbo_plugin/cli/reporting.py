@@ -173,11 +173,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def build_report(args: argparse.Namespace, records: Sequence[str], out: str) -> list[str]:
     from limbo_plugin.extras import require
-    from limbo_plugin.report.build import make_report
+    from limbo_plugin.report import figure_worker
 
     require("report", "limbo report")
-    return make_report(records, registry_of(args), out,
-                       rho=getattr(args, "rho", "configuration")).lines()
+    job = figure_worker.start(figure_worker.processes_wanted())  # importing while specs load
+    try:
+        from limbo_plugin.report.build import make_report
+
+        return make_report(records, registry_of(args), out, figures=job,
+                           rho=getattr(args, "rho", "configuration")).lines()
+    finally:
+        job.close()
 
 
 def run_list(args: argparse.Namespace, root: Path, gate_option: str | None

@@ -34,6 +34,7 @@ from limbo_plugin.report.tables import build_tables
 from limbo_plugin.report.tables.base import Result, Skipped, Table
 
 if TYPE_CHECKING:
+    from limbo_plugin.report.figure_worker import FigureJob
     from limbo_plugin.spec.registry import SpecRegistry
 
 DEFAULT_OUT = "reports/report"
@@ -130,19 +131,52 @@ def _one_blas_thread() -> None:
 
 
 def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
-                out: str | Path = DEFAULT_OUT, *, rho: RhoScope = DEFAULT_SCOPE
-                ) -> ReportOutcome:
+                out: str | Path = DEFAULT_OUT, *, rho: RhoScope = DEFAULT_SCOPE,
+                figures: FigureJob | None = None) -> ReportOutcome:
     """The report on the records in ``paths``, with families, classes and contract classes as
     the specs of ``registry`` define them, and each interval's ρ estimated over the cells
-    ``rho`` names (each configuration's own, by default; ``experiment``: the paper's)."""
-    _require("matplotlib")
-    _require("jinja2")
-    _one_blas_thread()
-    from limbo_plugin.report.figures import build_figures
+    ``rho`` names (each configuration's own, by default; ``experiment``: the paper's).
+
+    ``figures`` draws the figures (:mod:`~limbo_plugin.report.figure_worker`): a worker the
+    caller started earlier still (``limbo report`` starts it before it loads the specs), or by
+    default one started here. It is closed when the report is made or fails."""
+    job = figures
+    try:
+        _require("matplotlib")
+        _require("jinja2")
+        _one_blas_thread()
+        from limbo_plugin.report import figure_worker
+
+        processes = figure_worker.processes_wanted() if job is None else 1
+        out = Path(out)
+        made = _make_folder(out)
+        if job is None:
+            job = figure_worker.start(processes)  # imports matplotlib while the records load
+        loaded, tables, kept_previous = _tables(paths, registry, out, made, job, rho)
+        drawn = job.result()
+    finally:
+        if job is not None:
+            job.close()
     from limbo_plugin.report.html import render_html
 
-    out = Path(out)
-    made = _make_folder(out)
+    outcome = ReportOutcome(out=out, index=out / "index.html", loaded=loaded, tables=tables,
+                            figures=list(drawn), kept_previous=kept_previous)
+    render_html(out, loaded, tables, drawn, loaded.messages())
+    (out / "report.json").write_text(json.dumps({
+        "sources": [str(p) for p in loaded.sources], "records_read": loaded.read,
+        "episodes": len(loaded.rows), "duplicates_dropped": loaded.duplicates_dropped,
+        "infrastructure_errors_dropped": loaded.errors_dropped,
+        "repeat_runs": len(loaded.repeats), "torn_lines": loaded.torn_lines, "rho": rho,
+        "tables": [t.id for t in tables if isinstance(t, Table)],
+        "skipped": {s.id: s.reason for s in [*tables, *drawn] if isinstance(s, Skipped)},
+    }, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return outcome
+
+
+def _tables(paths: Sequence[str | Path], registry: SpecRegistry, out: Path, made: bool,
+            job: FigureJob, rho: RhoScope) -> tuple[LoadedRecords, list[Result], Path | None]:
+    """Load the records, keep an earlier report, make and write the tables; the figures'
+    tables go to ``job`` as soon as they are made, before the model fits."""
     try:
         loaded = load_records(paths, SpecFacts.of(registry))
         if not loaded.rows:
@@ -155,20 +189,9 @@ def make_report(paths: Sequence[str | Path], registry: SpecRegistry,
                 out.rmdir()
         raise
     kept_previous = keep_earlier_report(out)
-    tables = build_tables(loaded.rows, loaded.repeats, registry, rho=rho)
+    tables = build_tables(loaded.rows, loaded.repeats, registry, rho=rho,
+                          before_fits=lambda ready: job.draw(ready, out / "figures"))
     for table in tables:
         if isinstance(table, Table):
             write_table(table, out / "tables")
-    figures = build_figures(tables, out / "figures")
-    outcome = ReportOutcome(out=out, index=out / "index.html", loaded=loaded, tables=tables,
-                            figures=list(figures), kept_previous=kept_previous)
-    render_html(out, loaded, tables, figures, loaded.messages())
-    (out / "report.json").write_text(json.dumps({
-        "sources": [str(p) for p in loaded.sources], "records_read": loaded.read,
-        "episodes": len(loaded.rows), "duplicates_dropped": loaded.duplicates_dropped,
-        "infrastructure_errors_dropped": loaded.errors_dropped,
-        "repeat_runs": len(loaded.repeats), "torn_lines": loaded.torn_lines, "rho": rho,
-        "tables": [t.id for t in tables if isinstance(t, Table)],
-        "skipped": {s.id: s.reason for s in [*tables, *figures] if isinstance(s, Skipped)},
-    }, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return outcome
+    return loaded, tables, kept_previous

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from limbo_plugin.records import RUN_FIELDS
-from limbo_plugin.store.view import EpisodeView
+if TYPE_CHECKING:  # the figures import this module, and nothing of the records
+    from limbo_plugin.store.view import EpisodeView
 
 AMBIGUOUS_GROUPS = frozenset({"T", "E"})
 """The observation-equivalence groups whose answer is an error that hides the outcome (SPEC §3:
@@ -112,6 +113,8 @@ def variant_rank(values: Sequence[str], names: Sequence[str]) -> tuple[tuple[boo
 
 def varying_config_fields(rows: Sequence[EpisodeView]) -> list[str]:
     """The configuration fields that take more than one value (the agent always counts)."""
+    from limbo_plugin.records import RUN_FIELDS
+
     out = ["agent"]
     for name in RUN_FIELDS[1:]:
         if len({getattr(r, name) for r in rows}) > 1:

@@ -70,14 +70,47 @@ def _pyplot() -> Any:
     return plt
 
 
+def warm_up() -> None:
+    """Import what drawing and writing a figure will: pyplot, the PDF and SVG backends, the
+    PNG writer and the font subsetter of the PDF's embedded fonts (a figure worker does this
+    while the tables it draws from are made)."""
+    from importlib import import_module
+
+    _pyplot()
+    for module in ("matplotlib.backends.backend_pdf", "matplotlib.backends.backend_svg",
+                   "fontTools.subset", "PIL.PngImagePlugin"):
+        import_module(module)
+
+
 def _save(fig: Any, directory: Path, name: str) -> tuple[Path, ...]:
     directory.mkdir(parents=True, exist_ok=True)
     png, svg, pdf = (directory / f"{name}.{ext}" for ext in ("png", "svg", "pdf"))
-    fig.savefig(png, dpi=DPI, metadata={"Software": None}, bbox_inches="tight")
-    fig.savefig(svg, metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    box = _tight_box(fig)
+    fig.savefig(png, dpi=DPI, metadata={"Software": None}, bbox_inches=box)
+    fig.savefig(svg, metadata={"Date": None, "Creator": None}, bbox_inches=box)
     fig.savefig(pdf, metadata={"CreationDate": None, "Creator": None, "Producer": None},
-                bbox_inches="tight")
+                bbox_inches=box)
     return png, svg, pdf
+
+
+def _tight_box(fig: Any) -> Any:
+    """The figure's tight bounding box, padded, as ``savefig(bbox_inches="tight")`` finds it
+    for the PNG (laid out without rendering, text measured by Agg at :data:`DPI`), found once
+    for the three files: ``"tight"`` lays the figure out once more per file, a fifth of the
+    time spent drawing. The PNG is the same; the SVG and the PDF measured their text with
+    their own metrics, whose box lies inside this one, a few hundredths of an inch smaller
+    (Agg's hinted text at 300 dpi is a little wider): they keep at least their 0.1 in of
+    margin, nothing is cut, and their page is at most 0.05 in larger (a test holds this)."""
+    import matplotlib
+
+    screen_dpi = fig.dpi
+    fig.dpi = DPI
+    try:
+        fig.draw_without_rendering()
+        box = fig.get_tightbbox(fig.canvas.get_renderer())
+    finally:
+        fig.dpi = screen_dpi
+    return box.padded(matplotlib.rcParams["savefig.pad_inches"])
 
 
 def _rate_columns(table: Table, prefix: str = "") -> list[str]:

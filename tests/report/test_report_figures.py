@@ -159,3 +159,38 @@ def test_the_contract_figure_tells_its_classes_apart(tmp_path: Path,
     assert legend.get_title().get_text() == "contract class (native contract)"
     colours = {tuple(p.get_facecolor()) for p in ax.patches if p.get_height() > 0}
     assert len(colours) == 2
+
+
+def test_one_tight_box_for_three_files_leaves_each_its_margin(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The PNG's tight box, found once, is used for the SVG and the PDF too: it must hold what
+    each of them would have measured on its own (nothing cut), and be at most 0.05 in larger."""
+    import io
+    import re
+
+    boxes: list[tuple[float, float, dict[str, tuple[float, float]]]] = []
+    found = figure_module._tight_box
+
+    def measured(fig: Any) -> Any:
+        box = found(fig)
+        own = {}
+        for fmt in ("svg", "pdf"):
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=fmt, bbox_inches="tight")
+            text = buffer.getvalue().decode("latin-1")
+            match = (re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', text) if fmt == "svg"
+                     else re.search(r"/MediaBox \[ 0 0 ([\d.]+) ([\d.]+) \]", text))
+            assert match is not None
+            own[fmt] = (float(match[1]) / 72, float(match[2]) / 72)
+        boxes.append((box.width, box.height, own))
+        return box
+
+    monkeypatch.setattr(figure_module, "_tight_box", measured)
+    records = [r for i, agent in enumerate(["litellm:a", "litellm:b"])
+               for r in cell(4, i + 1, agent=agent, behaviour="blind_retry")]
+    figures_for(tmp_path, records)
+    assert len(boxes) >= 3
+    for width, height, own in boxes:
+        for fmt, (own_width, own_height) in own.items():
+            assert own_width - 0.002 <= width <= own_width + 0.05, fmt
+            assert own_height - 0.002 <= height <= own_height + 0.05, fmt

@@ -5,88 +5,34 @@ Each takes the merged episodes and the repeat runs and returns a
 :class:`~limbo_plugin.report.tables.base.Skipped` with the reason. :data:`TABLES` declares
 Limbo's own; an extension module's ``TABLES`` (:mod:`limbo_plugin.extensions`) adds more after
 them.
+
+The names are defined in :mod:`~limbo_plugin.report.tables.catalog` and imported on first use:
+importing one table module, or the table types alone (a figure worker unpickling tables), then
+costs that module, not every generator with its dependencies.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
-from functools import cache
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING
 
-from limbo_plugin.extensions import declared
-from limbo_plugin.report.icc import DEFAULT_SCOPE, RhoScope, use_book
-from limbo_plugin.report.tables.agents import table3, table3_tiers
-from limbo_plugin.report.tables.base import Result, Skipped, Table
-from limbo_plugin.report.tables.behaviour import table_behaviour
-from limbo_plugin.report.tables.conditions import table7
-from limbo_plugin.report.tables.conditions_paper import table7_paper
-from limbo_plugin.report.tables.contracts import table5, table_contract_classes
-from limbo_plugin.report.tables.cue import table10
-from limbo_plugin.report.tables.equivalence import table_equivalence, table_stability
-from limbo_plugin.report.tables.harnesses import table8, table9
-from limbo_plugin.report.tables.mcnemar import table_appendix_b
-from limbo_plugin.report.tables.overclaim import table_overclaim
-from limbo_plugin.report.tables.passk import table_pass_k
-from limbo_plugin.report.tables.readpath import table_h3
-from limbo_plugin.report.tables.regression import table_h1
-from limbo_plugin.report.tables.reissues import table_key_reuse, table_reissue_timing
-from limbo_plugin.report.tables.robustness import table_robustness
-from limbo_plugin.report.tables.shapley import table4
-from limbo_plugin.report.tables.spec_tables import SPEC_TABLES
-from limbo_plugin.report.tables.stakes import table_stakes
-from limbo_plugin.report.tables.waiting import table6
-from limbo_plugin.store.view import EpisodeView
+from limbo_plugin._lazy import lazy_exports
+
+_CATALOG = "limbo_plugin.report.tables.catalog"
+_BASE = "limbo_plugin.report.tables.base"
+_EXPORTS = {"FITS": _CATALOG, "SPEC_TABLES": "limbo_plugin.report.tables.spec_tables",
+            "TABLES": _CATALOG, "all_tables": _CATALOG, "build_tables": _CATALOG,
+            "Result": _BASE, "Skipped": _BASE, "Table": _BASE}
+__all__ = ["FITS", "SPEC_TABLES", "TABLES", "Result", "Skipped", "Table", "all_tables",
+           "build_tables"]
 
 if TYPE_CHECKING:
-    from limbo_plugin.spec.registry import SpecRegistry
+    from limbo_plugin.report.tables.base import Result, Skipped, Table
+    from limbo_plugin.report.tables.catalog import (
+        FITS,
+        TABLES,
+        all_tables,
+        build_tables,
+    )
+    from limbo_plugin.report.tables.spec_tables import SPEC_TABLES
 
-Generator = Callable[[Sequence[EpisodeView], Sequence[EpisodeView]], Result]
-
-
-def _rows_only(fn: Callable[[Sequence[EpisodeView]], Result]) -> Generator:
-    @functools.wraps(fn)  # named after the table's function (``limbo list tables``)
-    def generate(rows: Sequence[EpisodeView], repeats: Sequence[EpisodeView]) -> Result:
-        return fn(rows)
-    return generate
-
-
-TABLES: tuple[Generator, ...] = (
-    _rows_only(table3), _rows_only(table3_tiers), _rows_only(table4), _rows_only(table_h1),
-    _rows_only(table_h3),
-    _rows_only(table5),
-    _rows_only(table_contract_classes),
-    _rows_only(table6), _rows_only(table7_paper), _rows_only(table7),
-    _rows_only(table_appendix_b),
-    _rows_only(table8), _rows_only(table9),
-    _rows_only(table_robustness),
-    _rows_only(table10), _rows_only(table_behaviour), _rows_only(table_overclaim),
-    _rows_only(table_stakes), _rows_only(table_reissue_timing), _rows_only(table_key_reuse),
-    table_equivalence, table_stability, table_pass_k,
-)
-
-
-@cache
-def all_tables() -> tuple[Generator, ...]:
-    """:data:`TABLES`, then every extension module's, in report order."""
-    found = declared("TABLES", [__name__], accepts=_is_generator,
-                     what="a function (episodes, repeat runs) -> Table | Skipped")
-    return tuple(d.value for d in found)
-
-
-def _is_generator(item: object) -> TypeGuard[Generator]:
-    return callable(item)
-
-
-def build_tables(rows: Sequence[EpisodeView], repeats: Sequence[EpisodeView] = (),
-                 registry: SpecRegistry | None = None, *,
-                 rho: RhoScope = DEFAULT_SCOPE) -> list[Result]:
-    """Every table on the episodes; with ``registry``, first the tables that describe the
-    benchmark itself (:data:`SPEC_TABLES`: the paper's Tables 1, 2 and 11, from the specs).
-    ``rho`` is the cells each interval's ρ is estimated over (:mod:`limbo_plugin.report.icc`)."""
-    use_book(rows, rho)
-    described = [generate(registry) for generate in SPEC_TABLES] if registry else []
-    return described + [generate(rows, repeats) for generate in all_tables()]
-
-
-__all__ = ["SPEC_TABLES", "TABLES", "Result", "Skipped", "Table", "all_tables", "build_tables"]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -12,10 +12,11 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
-from limbo_plugin.report.icc import IccBook, Measure, scope_note
-from limbo_plugin.store.view import EpisodeView
+if TYPE_CHECKING:  # a figure worker unpickles these tables without the records' models
+    from limbo_plugin.report.icc import IccBook, Measure
+    from limbo_plugin.store.view import EpisodeView
 
 Kind = Literal["text", "int", "float", "rate", "pvalue", "percent"]
 K = TypeVar("K", bound=Hashable)
@@ -75,7 +76,7 @@ class Skipped:
 
 
 Result = Table | Skipped
-Predicate = Callable[[EpisodeView], bool]
+Predicate = Callable[["EpisodeView"], bool]
 
 
 def rate(rows: Sequence[EpisodeView], measure: Measure, book: IccBook) -> RateCell:
@@ -107,6 +108,8 @@ ICC_NOTE = "Rates with 95% Wilson intervals on the Kish effective sample size; "
 def icc_note(book: IccBook, *measures: Measure) -> str:
     """The table's note on its intervals: which ρ they used (the book's scope) and, for each
     outcome the table shows, its value(s) and from how many cells."""
+    from limbo_plugin.report.icc import scope_note
+
     return (ICC_NOTE + scope_note(book.scope) + ". ρ: "
             + "; ".join(f"{m.name} {book.describe(m)}" for m in measures) + ".")
 
