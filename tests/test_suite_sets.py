@@ -1,5 +1,6 @@
 """The suite's two sets: `pytest tests` leaves the slow end-to-end tests out, `-m slow` runs
-exactly them, and a plain `pytest` of the spec experiments loses no episode to the marker."""
+exactly them, and a plain `pytest` of the spec experiments loses no episode to the marker; within
+a set the long tests start first."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ SLOW_MODULE = "tests/report/test_report_browser.py"
 """A module whose every test is slow (it drives a headless browser)."""
 
 
-def collect(*args: str) -> str:
-    """The last line of ``pytest --collect-only -q`` run at the root as a user would."""
+def collected(*args: str) -> list[str]:
+    """The lines of ``pytest --collect-only -q`` run at the root as a user would."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("PYTEST_ADDOPTS", None)
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
@@ -23,7 +24,12 @@ def collect(*args: str) -> str:
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     assert lines, done.stderr[-2000:]
-    return lines[-1]
+    return lines
+
+
+def collect(*args: str) -> str:
+    """The last line of ``pytest --collect-only -q``: how many tests it collected."""
+    return collected(*args)[-1]
 
 
 def test_the_default_set_leaves_slow_tests_out_and_minus_m_slow_selects_them() -> None:
@@ -37,3 +43,14 @@ def test_the_default_set_leaves_slow_tests_out_and_minus_m_slow_selects_them() -
 def test_a_plain_pytest_of_the_experiments_deselects_nothing() -> None:
     summary = collect()
     assert re.fullmatch(r"\d+ tests collected in [\d.]+s", summary), summary
+
+
+def test_the_tests_marked_early_run_first_within_the_selection() -> None:
+    """tests/conftest.py moves the long tests (``early``) ahead of the rest, after ``-m``
+    selected them: under ``-n 2`` they start first and overlap, not one alone at the end."""
+    plugin_runs, tutorial = "tests/harness/test_plugin_runs.py", "tests/test_tutorial.py"
+    ids = [line for line in collected(plugin_runs, tutorial, "-m", "slow") if "::" in line]
+    assert ids == [f"{plugin_runs}::test_a_production_harness_through_the_plugin",
+                   f"{plugin_runs}::test_an_infrastructure_error_is_an_error_and_rerun_on_resume",
+                   f"{tutorial}::test_the_tutorial_runs_as_written",
+                   f"{plugin_runs}::test_pytest_k_lost_ack_with_the_mcp_agent"]
