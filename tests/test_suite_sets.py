@@ -35,22 +35,23 @@ def collect(*args: str) -> str:
 def test_the_default_set_leaves_slow_tests_out_and_minus_m_slow_selects_them() -> None:
     default = collect(SLOW_MODULE)
     assert re.search(r"no tests collected \((\d+) deselected\)", default), default
-    slow = collect(SLOW_MODULE, "-m", "slow")
-    found = re.search(r"^(\d+) tests? collected", slow)
-    assert found and int(found[1]) >= 4, slow
+    # -m slow selects them; within the selection, tests/conftest.py moves the long ones
+    # (``early``) ahead of the rest, so that under -n 2 they start first and overlap rather
+    # than one running alone at the end
+    plugin_runs, tutorial = "tests/harness/test_plugin_runs.py", "tests/test_tutorial.py"
+    lines = collected(plugin_runs, SLOW_MODULE, tutorial, "-m", "slow")
+    found = re.search(r"^(\d+)(?:/\d+)? tests? collected", lines[-1])
+    ids = [line for line in lines if "::" in line]
+    assert found and int(found[1]) == len(ids), lines[-1]
+    browser = [i for i in ids if i.startswith(f"{SLOW_MODULE}::")]
+    assert len(browser) >= 4, ids
+    assert ids == [f"{plugin_runs}::test_a_production_harness_through_the_plugin",
+                   f"{plugin_runs}::test_an_infrastructure_error_is_an_error_and_rerun_on_resume",
+                   f"{tutorial}::test_the_tutorial_runs_as_written",
+                   f"{plugin_runs}::test_pytest_k_lost_ack_with_the_mcp_agent", *browser]
 
 
 def test_a_plain_pytest_of_the_experiments_deselects_nothing() -> None:
     summary = collect()
     assert re.fullmatch(r"\d+ tests collected in [\d.]+s", summary), summary
 
-
-def test_the_tests_marked_early_run_first_within_the_selection() -> None:
-    """tests/conftest.py moves the long tests (``early``) ahead of the rest, after ``-m``
-    selected them: under ``-n 2`` they start first and overlap, not one alone at the end."""
-    plugin_runs, tutorial = "tests/harness/test_plugin_runs.py", "tests/test_tutorial.py"
-    ids = [line for line in collected(plugin_runs, tutorial, "-m", "slow") if "::" in line]
-    assert ids == [f"{plugin_runs}::test_a_production_harness_through_the_plugin",
-                   f"{plugin_runs}::test_an_infrastructure_error_is_an_error_and_rerun_on_resume",
-                   f"{tutorial}::test_the_tutorial_runs_as_written",
-                   f"{plugin_runs}::test_pytest_k_lost_ack_with_the_mcp_agent"]
