@@ -48,6 +48,21 @@ def pytest_configure(config: pytest.Config) -> None:
         "filterwarnings",
         r"ignore:Items? '.*' on TypedDict class '\w+' (is|are) using the `ReadOnly` qualifier"
         r":UserWarning")
+    config.addinivalue_line(
+        "markers", "early: a test of a minute or so, started before the others (see "
+        "pytest_collection_modifyitems)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the tests marked ``early`` first, in their collected order, the rest after them.
+
+    Under ``-n 2`` a run lasts at least as long as its longest test, and longer when that test
+    starts late: the other worker is left idle while it finishes. Started first (with
+    ``--maxschedchunk 1``, .ci/run hands out one test at a time), the long tests overlap each
+    other and the many short ones fill in around them. Runs after the ``-m``/``-k`` selection
+    (trylast), so it only reorders what runs."""
+    items.sort(key=lambda item: item.get_closest_marker("early") is None)  # stable
 
 
 @pytest.fixture(scope="session")

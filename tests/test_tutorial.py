@@ -47,6 +47,7 @@ def script(port: int) -> str:
     return "trap 'kill $(jobs -p) 2>/dev/null' EXIT\n" + text
 
 
+@pytest.mark.early
 @pytest.mark.slow
 def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     if importlib.util.find_spec("litellm") is None:  # not imported here: it fetches a price map

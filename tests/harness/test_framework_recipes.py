@@ -91,6 +91,7 @@ def _as_given(text: str, wrapped: bool) -> Any:
     return value
 
 
+@pytest.mark.early
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_a_recipe_is_a_faithful_conduit_for_both_policies(

@@ -31,6 +31,7 @@ def test_pytest_k_lost_ack_with_the_mcp_agent(project: pytest.Pytester) -> None:
     assert all(r["duplicates"] == 1 for r in records(project))
 
 
+@pytest.mark.early
 @pytest.mark.slow
 def test_a_production_harness_through_the_plugin(project: pytest.Pytester) -> None:
     if installed_executable(find_harness("codex")) is None:
@@ -49,6 +50,7 @@ def test_a_production_harness_through_the_plugin(project: pytest.Pytester) -> No
         assert record["usage"]["prompt_tokens"] > 0
 
 
+@pytest.mark.early
 @pytest.mark.slow
 def test_an_infrastructure_error_is_an_error_and_rerun_on_resume(
         project: pytest.Pytester, fake_harness: Any, model_server: OpenAIServer) -> None:

@@ -68,6 +68,7 @@ def test_the_python_agent_example(project: pytest.Pytester, monkeypatch: pytest.
         "blind_retry" if policy == "blind_retry" else "verify_then_skip"}
 
 
+@pytest.mark.early
 @pytest.mark.slow
 @pytest.mark.parametrize(("policy", "outcome"), [("verify_first", {"passed": 2})])
 def test_the_command_agent_example(project: pytest.Pytester, policy: str,

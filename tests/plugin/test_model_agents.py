@@ -27,6 +27,7 @@ def records(project: pytest.Pytester) -> list[dict]:
             for line in path.read_text().splitlines() if line]
 
 
+@pytest.mark.early
 @pytest.mark.slow
 def test_litellm_agent_through_the_plugin_and_cassette_replay(project: pytest.Pytester,
                                                               registry: SpecRegistry) -> None:

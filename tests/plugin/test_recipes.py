@@ -325,6 +325,7 @@ STATED_IN_THE_DOCS = (
 them."""
 
 
+@pytest.mark.early
 @pytest.mark.slow
 def test_the_projects_own_suite_stays_green_after_every_recipe(toy: pytest.Pytester) -> None:
     """Following the recipes breaks no test that should not care: nothing in :data:`SUITE`

@@ -124,8 +124,10 @@ def test_a_killed_run_keeps_every_finished_episode(project: pytest.Pytester) -> 
                                   "incident_open or invoice_batch or hotfix_long or "
                                   "release_announcement").outlines) - 2
     assert len(kept) < total, "the run was killed before the end"
-    subprocess.run([*args, "--limbo-resume"], cwd=project.path, capture_output=True)
-    assert len({r["episode_id"] for r in records(path)}) == total
+    resumed = subprocess.run([*args, "--limbo-resume"], cwd=project.path, capture_output=True,
+                             text=True, check=False)
+    assert len({r["episode_id"] for r in records(path)}) == total, (
+        resumed.stdout[-3000:] + resumed.stderr[-3000:])
 
 
 BROKEN = {

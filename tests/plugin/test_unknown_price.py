@@ -23,6 +23,7 @@ def _run(project: pytest.Pytester, server: OpenAIServer, model: str) -> pytest.R
         "--model-option", "api_key=local", "--limbo-provider-backoff", "0")
 
 
+@pytest.mark.early
 def test_an_unpriced_model_shows_an_unknown_cost(project: pytest.Pytester,
                                                  registry: SpecRegistry) -> None:
     with OpenAIServer(PolicyModel("verify_first", registry=registry)) as server:
@@ -38,6 +39,7 @@ def test_an_unpriced_model_shows_an_unknown_cost(project: pytest.Pytester,
     assert usage["unpriced_calls"] == usage["model_calls"] > 0
 
 
+@pytest.mark.early
 def test_a_priced_model_shows_its_cost(project: pytest.Pytester, registry: SpecRegistry) -> None:
     with OpenAIServer(PolicyModel("verify_first", registry=registry)) as server:
         result = _run(project, server, "openai/gpt-4o-mini")

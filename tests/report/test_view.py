@@ -135,6 +135,7 @@ def test_a_port_in_use_is_one_line_naming_it(tmp_path: Path) -> None:
                                   "already in use); give another port, or 0 for a free one")
 
 
+@pytest.mark.early
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("npx") is None, reason="no npx (Node.js) on this machine")
 def test_allure_is_served_not_left_on_file(project: pytest.Pytester, served: list[Served],

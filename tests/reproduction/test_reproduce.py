@@ -136,6 +136,7 @@ def test_bad_options_are_one_line(argv: list[str], message: str,
     assert err.count("\n") == 1 and "Traceback" not in err and message in err
 
 
+@pytest.mark.early
 def test_a_sharded_run_is_merged_checked_and_reported(tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]
                                                        ) -> None:
@@ -178,6 +179,7 @@ def e1_cell(out: Path, agent: str, family: str) -> tuple[int, int]:
     return k, n
 
 
+@pytest.mark.early
 @pytest.mark.slow
 def test_the_small_study_runs_end_to_end(tmp_path: Path) -> None:
     harness = installed_executable(find_harness("codex")) is not None

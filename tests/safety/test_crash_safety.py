@@ -79,6 +79,7 @@ def kill_at(project: Path, records: Path, whom: str, signum: int, after: int) ->
     return log.read_text(errors="replace")
 
 
+@pytest.mark.early
 @pytest.mark.slow
 def test_killed_parallel_runs_lose_nothing_and_resume_to_the_same_records(
         project: pytest.Pytester) -> None:

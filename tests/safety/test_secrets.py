@@ -44,6 +44,7 @@ def leaks(root: Path, skip: Path) -> list[str]:
     return found
 
 
+@pytest.mark.early
 @pytest.mark.slow
 def test_no_api_key_reaches_records_history_cassettes_allure_or_reports(
         project: pytest.Pytester, registry: SpecRegistry,

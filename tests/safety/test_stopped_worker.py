@@ -81,6 +81,7 @@ def test_a_silent_worker_of_this_controller_is_ended_and_named(tmp_path: Path) -
             process.wait()
 
 
+@pytest.mark.early
 @pytest.mark.slow
 def test_a_stopped_worker_is_ended_and_the_run_finishes(project: pytest.Pytester,
                                                         tmp_path: Path,

@@ -77,8 +77,22 @@ HOSTILE = st.one_of(JSON_LIKE, HUGE_TEXT, st.sampled_from([
 ]))
 
 
+_PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {}
+
+
 def plausible(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
-    """A value the schema may well accept (or just miss), from the schema's own type."""
+    """A value the schema may well accept (or just miss), from the schema's own type.
+
+    Built once per schema: a draw then only draws. Building (and Hypothesis validating) a fresh
+    strategy tree for every field of every call cost more than the calls themselves; the same
+    strategy draws the same values, so the calls are what they were."""
+    text = json.dumps(schema, sort_keys=True)
+    if text not in _PLAUSIBLE:
+        _PLAUSIBLE[text] = _plausible(schema)
+    return _PLAUSIBLE[text]
+
+
+def _plausible(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
     if "enum" in schema:
         return st.sampled_from(list(schema["enum"]))
     kind = schema.get("type")
@@ -103,31 +117,40 @@ def plausible(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
     return st.one_of(PLAUSIBLE_IDS, st.text(max_size=30), KEYS)
 
 
+SHAPES = st.sampled_from(["object"] * 8 + ["text", "not_object", "hostile"])
+NOT_JSON = st.one_of(st.text(ANY_CHARACTER, max_size=60), HUGE_TEXT,
+                     st.sampled_from(['{"a":', "{}", "[]", "null", "NaN", '{"x": 1e999}',
+                                      "\ufeff{}"]))
+NOT_OBJECT = st.one_of(st.lists(leaves, max_size=3), NUMBERS, st.none(), st.booleans())
+FIELD_CHOICE = st.sampled_from(["plausible"] * 12 + ["missing", "hostile"])
+UNKNOWN_FIELD = st.integers(min_value=0, max_value=5)
+FIELD_NAME = st.text(ANY_CHARACTER, min_size=1, max_size=10)
+"""The strategies of :func:`arguments_for`, built once (see :func:`plausible`)."""
+
+
 @st.composite
 def arguments_for(draw: st.DrawFn, schema: Mapping[str, Any]) -> Any:
     """Arguments for a tool of ``schema``: mostly an object built from its properties, with
     fields dropped, replaced by hostile values or added; sometimes not an object at all."""
-    shape = draw(st.sampled_from(["object"] * 8 + ["text", "not_object", "hostile"]))
+    shape = draw(SHAPES)
     if shape == "text":
-        return draw(st.one_of(st.text(ANY_CHARACTER, max_size=60), HUGE_TEXT,
-                              st.sampled_from(['{"a":', "{}", "[]", "null", "NaN",
-                                               '{"x": 1e999}', "\ufeff{}"])))
+        return draw(NOT_JSON)
     if shape == "not_object":
-        return draw(st.one_of(st.lists(leaves, max_size=3), NUMBERS, st.none(), st.booleans()))
+        return draw(NOT_OBJECT)
     if shape == "hostile":
         return draw(HOSTILE)
     properties = dict(schema.get("properties") or {})
     arguments: dict[str, Any] = {}
     for name, sub in properties.items():
-        choice = draw(st.sampled_from(["plausible"] * 12 + ["missing", "hostile"]))
+        choice = draw(FIELD_CHOICE)
         if choice == "plausible":
             arguments[name] = draw(plausible(sub))
         elif choice == "hostile":
             arguments[name] = draw(HOSTILE)
     if "idempotency_key" in properties and draw(st.booleans()):
         arguments["idempotency_key"] = draw(KEYS)
-    if draw(st.integers(min_value=0, max_value=5)) == 0:  # an unknown field
-        arguments[draw(st.text(ANY_CHARACTER, min_size=1, max_size=10))] = draw(leaves)
+    if draw(UNKNOWN_FIELD) == 0:  # an unknown field
+        arguments[draw(FIELD_NAME)] = draw(leaves)
     return arguments
 
 
@@ -136,16 +159,22 @@ CATALOG: ToolCatalog = REGISTRY.catalog("keys_everywhere")
 writes (so keys get reused on every kind of write)."""
 
 
+UNKNOWN_TOOL = st.integers(min_value=0, max_value=19)
+TOOL_NAME = st.one_of(st.text(ANY_CHARACTER, max_size=20),
+                      st.sampled_from(["", "tickets_create ", "TICKETS_CREATE", "__init__",
+                                       "finish\x00"]))
+ARGUMENTS = {name: arguments_for(tool.input_schema) for name, tool in CATALOG.tools.items()}
+"""The strategies of :func:`tool_calls`, built once (see :func:`plausible`)."""
+
+
 @st.composite
 def tool_calls(draw: st.DrawFn, tools: tuple[str, ...]) -> tuple[Any, Any]:
     """``(name, arguments)``: a tool of ``tools`` (now and then one that does not exist)."""
-    if draw(st.integers(min_value=0, max_value=19)) == 0:
-        name: Any = draw(st.one_of(st.text(ANY_CHARACTER, max_size=20),
-                                   st.sampled_from(["", "tickets_create ", "TICKETS_CREATE",
-                                                    "__init__", "finish\x00"])))
+    if draw(UNKNOWN_TOOL) == 0:
+        name: Any = draw(TOOL_NAME)
         return name, draw(JSON_LIKE)
     name = draw(st.sampled_from(tools))
-    return name, draw(arguments_for(CATALOG.tools[name].input_schema))
+    return name, draw(ARGUMENTS[name])
 
 
 def is_rejection(result: ToolResult) -> bool:

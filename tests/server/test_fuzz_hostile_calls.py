@@ -62,6 +62,7 @@ def build(key: EpisodeKey) -> tuple[World, FaultTransport]:
     return world, FaultTransport(world, plan)
 
 
+@pytest.mark.early
 @pytest.mark.slow
 def test_more_than_ten_thousand_hostile_calls_in_process() -> None:
     seen: Counter[str] = Counter()
