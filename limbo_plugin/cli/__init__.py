@@ -89,6 +89,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
+def console_main() -> int:
+    """The ``limbo`` script and ``python -m limbo_plugin.cli``: :func:`main`, and Ctrl-C ends
+    the command with one line and the shell's status for an interrupt (130), not a traceback.
+    (When the interrupt passed through code Python ran with ``exec``, as some imports do,
+    Python 3.11 then ends the process by SIGINT instead, which a shell reads as 130 too.)
+    ``main`` itself lets ``KeyboardInterrupt`` through, so a program that calls it keeps its
+    own Ctrl-C."""
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print("limbo: interrupted", file=sys.stderr)
+        return 130
+
+
 def _silence_stdout() -> None:
     """The reader of stdout is gone: send what is still buffered nowhere, so the interpreter's
     final flush does not print a traceback."""

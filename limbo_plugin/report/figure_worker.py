@@ -12,8 +12,10 @@ tables as JSON on stdin and answering in JSON on stdout (the few table and figur
 never pickle): the figures, or the error drawing them raised, which is raised again here as the
 same ``OSError`` or ``LimboError``, so it reads as it would in one process. It draws with
 the same code and settings, so the files are byte-identical either way. It dies with this
-process: Ctrl-C reaches both (the worker ends without a traceback), an interrupted or failed
-report kills it, and a worker whose parent is gone (its stdin closes) exits at once. A worker
+process: it runs in its own session, so the terminal's Ctrl-C reaches the report alone (a worker
+still starting up would print Python's own fatal error on the shared stderr), and the
+interrupted or failed report kills it; a worker whose parent is gone (its stdin closes) exits
+at once. A worker
 that cannot start or ends without an answer is not an error: the figures are then drawn here.
 
 Figures are drawn here, in one process, when ``LIMBO_REPORT_PROCESSES=1``, when one CPU is
@@ -98,7 +100,7 @@ class Worker:
         self._work: tuple[list[Result], Path] | None = None
         self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
             [sys.executable, "-c", _BOOT, json.dumps(sys.path)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
 
     def draw(self, tables: Sequence[Result], directory: Path) -> None:
         self._work = (list(tables), directory)

@@ -133,25 +133,32 @@ def alive(pid: int) -> bool:
 @pytest.mark.parametrize("to_group", [True, False], ids=["ctrl-c", "sigint-to-the-report"])
 def test_an_interrupted_report_leaves_no_worker(records: Path, tmp_path: Path,
                                                 to_group: bool) -> None:
-    """Ctrl-C reaches the report and its worker (the terminal's process group); a SIGINT to
-    the report alone ends the worker too."""
+    """Ctrl-C (a SIGINT to the terminal's process group) or a SIGINT to the report alone: the
+    report says it was interrupted in one line, however far the worker had got, and the
+    worker ends with it."""
     env = {**os.environ, figure_worker.PROCESSES_ENV: "2"}
     report = subprocess.Popen([sys.executable, "-m", "limbo_plugin.cli", "report",
                                str(records), "--out", str(tmp_path / "report")],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               start_new_session=True)
     workers: list[int] = []
-    while not workers and report.poll() is None:  # probe: the worker has started
-        workers = children(report.pid)
+    out = tmp_path / "report"
+    # probe: the worker has started, and the report has made its folder (its imports are
+    # done: an interrupt inside pydantic's building of a model class, as a lazy import does,
+    # reaches Python as that library's SchemaError, not as an interrupt)
+    while not (workers and out.exists()) and report.poll() is None:
+        workers = workers or children(report.pid)
         time.sleep(0.01)
-    assert workers, "the report ended before its worker started"
+    assert workers and out.exists(), "the report ended before its worker started"
     if to_group:
         os.killpg(report.pid, signal.SIGINT)
     else:
         os.kill(report.pid, signal.SIGINT)
     _, err = report.communicate()
-    assert report.returncode != 0
-    assert "KeyboardInterrupt" in err.decode()
+    # Ended by the interrupt: 130, or killed by SIGINT (which a shell also reads as 130)
+    # when the interrupt passed through code Python ran with exec(), as imports do.
+    assert report.returncode in (130, -signal.SIGINT), err.decode()
+    assert err.decode() == "limbo: interrupted\n"  # one line, no traceback
     for _ in range(500):  # probe: the worker is gone (reaped by its parent, or by init)
         if not alive(workers[0]):
             break
