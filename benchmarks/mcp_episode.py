@@ -31,12 +31,25 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def lost_ack_worlds(registry: Any) -> list[Any]:
+    """The lost-ack worlds of instance 0 in the default experiment, in a fixed order."""
+    from limbo_plugin.experiments import load_experiment
+    from limbo_plugin.records import RUN_FIELDS
+    from limbo_plugin.runconfig import RunConfig
+    from limbo_plugin.spec.registry import default_specs_dir
+
+    experiment = load_experiment(default_specs_dir() / "experiments" / "default.yaml", registry)
+    return sorted({e.key for e in experiment.episodes(registry, dict.fromkeys(RUN_FIELDS),
+                                                      RunConfig())
+                   if e.key.instance == 0
+                   and registry.fault_mode(e.key.fault_mode).family == "lost_ack"},
+                  key=lambda k: k.id)
+
+
 def drive(route: str, episodes: int, policy: str) -> None:
     """One driver process: run the episodes, print one JSON line of wall times."""
     import limbo_plugin.agents.mcp_agent as mcp_agent
     from limbo_plugin.episode import run_episode
-    from limbo_plugin.experiments import load_experiment
-    from limbo_plugin.records import RUN_FIELDS
     from limbo_plugin.runconfig import RunConfig
     from limbo_plugin.server.launch import mcp_launch
     from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
@@ -44,12 +57,7 @@ def drive(route: str, episodes: int, policy: str) -> None:
     if route == "fresh":
         mcp_agent.episode_launch = mcp_launch  # type: ignore[assignment]
     registry = SpecRegistry.load(default_specs_dir())
-    experiment = load_experiment(default_specs_dir() / "experiments" / "default.yaml", registry)
-    worlds = sorted({e.key for e in experiment.episodes(registry, dict.fromkeys(RUN_FIELDS),
-                                                        RunConfig())
-                     if e.key.instance == 0
-                     and registry.fault_mode(e.key.fault_mode).family == "lost_ack"},
-                    key=lambda k: k.id)
+    worlds = lost_ack_worlds(registry)
     walls, identical = [], 0
     for index in range(episodes):
         key = worlds[index % len(worlds)]

@@ -91,10 +91,9 @@ def drive(log: str, episodes: int, policy: str) -> None:
     import time
 
     from mcp import Client
+    from mcp_episode import lost_ack_worlds
 
     from limbo_plugin.episode import run_episode
-    from limbo_plugin.experiments import load_experiment
-    from limbo_plugin.records import RUN_FIELDS
     from limbo_plugin.runconfig import RunConfig
     from limbo_plugin.spec.registry import SpecRegistry, default_specs_dir
 
@@ -119,12 +118,7 @@ def drive(log: str, episodes: int, policy: str) -> None:
     wrap("call_tool", "call.start", "call.end")
 
     registry = SpecRegistry.load(default_specs_dir())
-    experiment = load_experiment(default_specs_dir() / "experiments" / "default.yaml", registry)
-    worlds = sorted({e.key for e in experiment.episodes(registry, dict.fromkeys(RUN_FIELDS),
-                                                        RunConfig())
-                     if e.key.instance == 0
-                     and registry.fault_mode(e.key.fault_mode).family == "lost_ack"},
-                    key=lambda k: k.id)
+    worlds = lost_ack_worlds(registry)
     identical = 0
     ignored = {"agent", "test_id", "run_id"}
     for index in range(episodes):
