@@ -48,7 +48,9 @@ class RecordWriter:
         self.sync_interval_s = sync_interval_s
         self._fsync = fsync or os.fsync  # looked up now: a test may wrap os.fsync
         self._file: BinaryIO | None = None
-        self._lock = threading.Lock()
+        # Re-entrant: the SIGTERM handler syncs (plugin/controller.py), and it runs in the main
+        # thread, which may be inside a sync of its own, holding this lock, when the signal lands.
+        self._lock = threading.RLock()
         self._timer: threading.Timer | None = None
         self._unsynced = 0
         self._last_sync = time.monotonic()

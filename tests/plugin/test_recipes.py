@@ -245,7 +245,7 @@ def toy(pytester: pytest.Pytester) -> pytest.Pytester:
            '    AgentKind("lazy", "lazy:<reason>", _check_lazy, _build_lazy),\n', after=True)
     # A report table: one module and one entry in TABLES.
     (package / "report" / "tables" / "per_family.py").write_text(TABLE_MODULE)
-    tables = package / "report" / "tables" / "__init__.py"
+    tables = package / "report" / "tables" / "catalog.py"
     insert(tables, "TABLES: tuple[Generator, ...] = (\n",
            "    _rows_only(table_per_family),\n", after=True)
     insert(tables, "Generator = Callable[",

@@ -130,6 +130,60 @@ def test_sigterm_syncs_the_records_and_stops_like_ctrl_c(project: pytest.Pyteste
     assert (project.path / "reports" / "episodes.summary.json").exists()
 
 
+SIGTERM_WHILE_SYNCING = """
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+_fsync = os.fsync
+sent = False
+
+
+def fsync_then_sigterm(fd):
+    # The record file's sync in the main thread sends SIGTERM to its own process: the handler
+    # runs at the next instruction, here, while the writer still holds its lock.
+    global sent
+    _fsync(fd)
+    records = Path("reports/episodes.jsonl")  # not another file's sync (the fingerprint's)
+    if (not sent and threading.current_thread() is threading.main_thread()
+            and records.exists() and records.read_text().count(chr(10)) >= 3):
+        sent = True  # once: a second SIGTERM ends the process, by design
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler interrupts this
+
+
+os.fsync = fsync_then_sigterm
+
+
+def pytest_runtest_setup(item):
+    # Each episode starts over a second after the last sync: its record is synced as it is
+    # written, in the main thread, not by the writer's timer.
+    time.sleep(1.1)
+"""
+
+
+def test_sigterm_while_a_record_is_being_synced_stops_the_run(project: pytest.Pytester
+                                                               ) -> None:
+    """SIGTERM that lands while the main thread is syncing a record (a CI job cancelled at
+    the wrong moment): the handler's own sync must not wait for the lock its thread holds."""
+    project.makeconftest(SIGTERM_WHILE_SYNCING)
+    process = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                                "--experiment", "small"], cwd=project.path,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = process.communicate(timeout=60)  # a hang guard, not a speed check
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail("the run hung after SIGTERM: its handler waited for the record file's lock")
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert "Limbo summary" in output, output
+    lines = (project.path / "reports" / "episodes.jsonl").read_text().splitlines()
+    assert lines and all(json.loads(line)["episode_id"] for line in lines)
+
+
 ARMED = """\
 name: armed
 templates: [incident_open]
