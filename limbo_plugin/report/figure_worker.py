@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -221,8 +222,10 @@ def _read(stdin: BinaryIO, work: list[bytes], received: threading.Event) -> None
     os._exit(0)
 
 
+@functools.cache
 def _types() -> dict[str, type]:
-    """What crosses between the two processes, by name: the tables and the figures."""
+    """What crosses between the two processes, by name: the tables and the figures (built
+    once, not for every value encoded or decoded)."""
     from limbo_plugin.report.figures import Figure
     from limbo_plugin.report.tables.base import Column, RateCell, Skipped, Table
 
